@@ -1,0 +1,122 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny")
+]
+
+let package = Package(
+    name: "statusd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "statusd", targets: ["statusd"]),
+        .executable(name: "statusload", targets: ["statusload"]),
+        .library(name: "RedisClient", targets: ["RedisClient"]),
+        .library(name: "StatusCore", targets: ["StatusCore"]),
+        .library(name: "StatusServer", targets: ["StatusServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CHiredis",
+            pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"])]
+        ),
+        .target(
+            name: "RedisClient",
+            dependencies: [
+                "CHiredis",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "StatusCore",
+            dependencies: [],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "StatusServer",
+            dependencies: [
+                "RedisClient",
+                "StatusCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Scripts")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "statusd",
+            dependencies: [
+                "StatusServer",
+                "RedisClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "statusload",
+            dependencies: [
+                "StatusCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StatusCoreTests",
+            dependencies: ["StatusCore"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RedisClientTests",
+            dependencies: [
+                "RedisClient",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "StatusServerTests",
+            dependencies: [
+                "StatusServer",
+                "RedisClient",
+                "StatusCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

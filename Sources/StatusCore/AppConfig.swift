@@ -1,0 +1,81 @@
+/// An app's feature flags and limits (SPEC §3), with the SPEC's defaults.
+public struct AppConfig: Sendable, Hashable, Codable {
+    /// The app's plan.
+    public enum Plan: String, Sendable, Hashable, Codable {
+        case basic
+        case premium
+    }
+
+    /// The per-user, per-operation sliding window of SPEC §5.
+    public struct RateLimit: Sendable, Hashable, Codable {
+        /// Accepted calls allowed in any window.
+        public var calls: Int
+        /// The window's length in seconds.
+        public var windowSeconds: Int
+
+        /// Creates a rate limit.
+        public init(calls: Int, windowSeconds: Int) {
+            self.calls = calls
+            self.windowSeconds = windowSeconds
+        }
+    }
+
+    /// Where state-change callbacks go (SPEC §8).
+    public struct Webhook: Sendable, Hashable, Codable {
+        /// The receiver's URL.
+        public var url: String
+        /// The HMAC-SHA256 signing secret.
+        public var secret: String
+
+        /// Creates a webhook target.
+        public init(url: String, secret: String) {
+            self.url = url
+            self.secret = secret
+        }
+    }
+
+    public var plan: Plan = .basic
+    public var statusQuery = false
+    public var friendStatusNotify = false
+    public var multiDeviceSync = true
+    public var customStatusMaxBytes = 100
+    public var subscriptionLimit = 200
+    public var subscribeBatchLimit = 100
+    public var queryBatchLimit = 500
+    public var rateLimit = RateLimit(calls: 20, windowSeconds: 5)
+    public var heartbeatTimeoutSeconds = 400
+    public var subscriptionRetentionSeconds = 86_400
+    public var webhook: Webhook?
+
+    /// The defaults of SPEC §3.
+    public init() {}
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(plan, forKey: .plan)
+        try container.encode(statusQuery, forKey: .statusQuery)
+        try container.encode(friendStatusNotify, forKey: .friendStatusNotify)
+        try container.encode(multiDeviceSync, forKey: .multiDeviceSync)
+        try container.encode(customStatusMaxBytes, forKey: .customStatusMaxBytes)
+        try container.encode(subscriptionLimit, forKey: .subscriptionLimit)
+        try container.encode(subscribeBatchLimit, forKey: .subscribeBatchLimit)
+        try container.encode(queryBatchLimit, forKey: .queryBatchLimit)
+        try container.encode(rateLimit, forKey: .rateLimit)
+        try container.encode(heartbeatTimeoutSeconds, forKey: .heartbeatTimeoutSeconds)
+        try container.encode(subscriptionRetentionSeconds, forKey: .subscriptionRetentionSeconds)
+        // `webhook` is always present, `null` when unset.
+        try container.encode(webhook, forKey: .webhook)
+    }
+
+    /// True when the premium plan and the `statusQuery` switch are both on.
+    public var allowsStatusQuery: Bool { plan == .premium && statusQuery }
+
+    /// Throws `PLAN_NOT_SUPPORTED`, then `FEATURE_DISABLED`, for the operations that need premium + statusQuery.
+    public func requireStatusQuery() throws(StatusError) {
+        guard plan == .premium else { throw StatusError(.planNotSupported, "this operation needs the premium plan") }
+        guard statusQuery else { throw StatusError(.featureDisabled, "user status query is disabled for this app") }
+    }
+
+    /// The interval a device is told to heartbeat at: well below the timeout.
+    public var heartbeatIntervalSeconds: Int { max(1, heartbeatTimeoutSeconds * 2 / 5) }
+}

@@ -1,0 +1,79 @@
+/// Applies a partial config (a JSON object) to an ``AppConfig``, all or nothing.
+///
+/// Every key must be a known flag with a value of the right type and range; otherwise the whole patch is rejected with
+/// `INVALID_REQUEST` and nothing changes.
+public enum AppConfigPatch {
+    /// Returns `config` with the fields of `patch` applied.
+    public static func apply(_ patch: JSONValue, to config: AppConfig) throws(StatusError) -> AppConfig {
+        guard case .object(let fields) = patch else { throw invalid("config must be a JSON object") }
+        var result = config
+        for (key, value) in fields {
+            switch key {
+            case "plan":
+                guard case .string(let raw) = value, let plan = AppConfig.Plan(rawValue: raw) else {
+                    throw invalid("plan must be \"basic\" or \"premium\"")
+                }
+                result.plan = plan
+            case "statusQuery": result.statusQuery = try bool(value, key)
+            case "friendStatusNotify": result.friendStatusNotify = try bool(value, key)
+            case "multiDeviceSync": result.multiDeviceSync = try bool(value, key)
+            case "customStatusMaxBytes": result.customStatusMaxBytes = try int(value, key, min: 0)
+            case "subscriptionLimit": result.subscriptionLimit = try int(value, key, min: 0)
+            case "subscribeBatchLimit": result.subscribeBatchLimit = try int(value, key, min: 1)
+            case "queryBatchLimit": result.queryBatchLimit = try int(value, key, min: 1)
+            case "heartbeatTimeoutSeconds": result.heartbeatTimeoutSeconds = try int(value, key, min: 5)
+            case "subscriptionRetentionSeconds": result.subscriptionRetentionSeconds = try int(value, key, min: 1)
+            case "rateLimit": result.rateLimit = try rateLimit(value, current: result.rateLimit)
+            case "webhook": result.webhook = try webhook(value)
+            default: throw invalid("unknown config field \"\(key)\"")
+            }
+        }
+        return result
+    }
+
+    private static func invalid(_ message: String) -> StatusError {
+        StatusError(.invalidRequest, message)
+    }
+
+    private static func bool(_ value: JSONValue, _ key: String) throws(StatusError) -> Bool {
+        guard case .bool(let flag) = value else { throw invalid("\(key) must be a boolean") }
+        return flag
+    }
+
+    private static func int(_ value: JSONValue, _ key: String, min: Int) throws(StatusError) -> Int {
+        guard case .int(let number) = value, number >= min, number <= Int64(Int32.max) else {
+            throw invalid("\(key) must be an integer of at least \(min)")
+        }
+        return Int(number)
+    }
+
+    private static func rateLimit(_ value: JSONValue, current: AppConfig.RateLimit) throws(StatusError) -> AppConfig.RateLimit {
+        guard case .object(let fields) = value else { throw invalid("rateLimit must be an object") }
+        var result = current
+        for (key, field) in fields {
+            switch key {
+            case "calls": result.calls = try int(field, "rateLimit.calls", min: 1)
+            case "windowSeconds": result.windowSeconds = try int(field, "rateLimit.windowSeconds", min: 1)
+            default: throw invalid("unknown rateLimit field \"\(key)\"")
+            }
+        }
+        return result
+    }
+
+    private static func webhook(_ value: JSONValue) throws(StatusError) -> AppConfig.Webhook? {
+        switch value {
+        case .null:
+            return nil
+        case .object(let fields):
+            guard fields.keys.allSatisfy({ $0 == "url" || $0 == "secret" }),
+                case .string(let url) = fields["url"], url.hasPrefix("http://") || url.hasPrefix("https://"),
+                case .string(let secret) = fields["secret"], !secret.isEmpty
+            else {
+                throw invalid("webhook must be null or {\"url\": \"http(s)://...\", \"secret\": \"...\"}")
+            }
+            return AppConfig.Webhook(url: url, secret: secret)
+        default:
+            throw invalid("webhook must be null or an object")
+        }
+    }
+}

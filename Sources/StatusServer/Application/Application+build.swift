@@ -1,0 +1,43 @@
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import RedisClient
+import ServiceLifecycle
+
+/// Builds a statusd node: the HTTP and WebSocket router over the shared services, with the Redis client running as a
+/// service that starts before the server and stops after it. Tests call this too.
+public func buildApplication(configuration: ServerConfiguration, logger: Logger) throws -> some ApplicationProtocol {
+    let redis = RedisClient(configuration: configuration.redis, logger: logger)
+    let services = try ServerServices(configuration: configuration, redis: redis, logger: logger)
+    let router = Router(context: BasicWebSocketRequestContext.self)
+    router.add(middleware: ErrorMiddleware())
+    HealthRoutes(services: services).register(on: router)
+    AdminRoutes(services: services).register(on: router)
+    UserRoutes(services: services).register(on: router)
+    StatusRoutes(services: services).register(on: router)
+    var app = Application(
+        router: router,
+        server: .http1WebSocketUpgrade(webSocketRouter: router),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "statusd"),
+        logger: logger
+    )
+    app.addServices(redis, ScriptPreloader(redis: redis, scripts: services.scripts, logger: logger))
+    return app
+}
+
+/// Loads the Lua scripts at start (`SCRIPT LOAD`); a Redis that is down now gets them later through the
+/// `NOSCRIPT` reload of `EVALSHA`.
+struct ScriptPreloader: Service {
+    let redis: RedisClient
+    let scripts: ScriptLibrary
+    let logger: Logger
+
+    func run() async throws {
+        do {
+            try await redis.loadScripts(scripts.all)
+        } catch {
+            logger.warning("could not preload scripts", metadata: ["error": "\(error)"])
+        }
+        try? await gracefulShutdown()
+    }
+}

@@ -1,0 +1,62 @@
+import Hummingbird
+import Logging
+import RedisClient
+import StatusCore
+
+/// Everything a request handler or a device session needs, built once per node.
+struct ServerServices: Sendable {
+    let configuration: ServerConfiguration
+    let redis: RedisClient
+    let scripts: ScriptLibrary
+    let apps: AppRegistry
+    let auth: Authenticator
+    let users: UserDirectory
+    let statuses: StatusRepository
+    let operations: StatusOperations
+    let presence: PresenceOperations
+    let tokens: TokenService
+    let bus: EventBus
+    let webhooks: WebhookQueue
+    let logger: Logger
+
+    init(configuration: ServerConfiguration, redis: RedisClient, logger: Logger) throws {
+        self.configuration = configuration
+        self.redis = redis
+        self.logger = logger
+        let scripts = try ScriptLibrary.load()
+        self.scripts = scripts
+        let apps = AppRegistry(redis: redis, scripts: scripts)
+        self.apps = apps
+        self.auth = Authenticator(adminKey: configuration.adminKey, apps: apps)
+        let users = UserDirectory(redis: redis, scripts: scripts)
+        self.users = users
+        let statuses = StatusRepository(redis: redis, scripts: scripts)
+        self.statuses = statuses
+        let bus = EventBus(redis: redis, logger: logger)
+        self.bus = bus
+        let recorder = ChangeRecorder(statuses: statuses, bus: bus, logger: logger)
+        let webhooks = WebhookQueue(redis: redis, logger: logger)
+        self.webhooks = webhooks
+        self.operations = StatusOperations(redis: redis, scripts: scripts, users: users, statuses: statuses, recorder: recorder, bus: bus)
+        self.presence = PresenceOperations(
+            statuses: statuses,
+            recorder: recorder,
+            bus: bus,
+            redis: redis,
+            webhooks: webhooks,
+            nodeId: configuration.nodeId
+        )
+        self.tokens = TokenService(apps: apps)
+    }
+
+    /// The app of the path, authenticated by its API key.
+    func app(_ request: Request, _ context: some RequestContext) async throws -> AppRecord {
+        try await auth.requireApp(request, appId: context.parameters.require("appId"))
+    }
+
+    /// The app and the (validated) userId of the path.
+    func user(_ request: Request, _ context: some RequestContext) async throws -> (AppRecord, String) {
+        let app = try await app(request, context)
+        return (app, try Identifiers.userId(context.parameters.require("userId")))
+    }
+}

@@ -1,0 +1,44 @@
+import Hummingbird
+import Logging
+import RedisClient
+import StatusCore
+
+/// Turns every error into the SPEC §7 error body: client mistakes into 4xx, Redis outages into 503 `UNAVAILABLE`,
+/// and anything unexpected into a logged 500.
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch {
+            let mapped = Self.statusError(for: error)
+            if mapped.code == .internalError {
+                context.logger.error("request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
+            }
+            return try mapped.response(from: request, context: context)
+        }
+    }
+
+    /// Maps any error to a ``StatusError``.
+    static func statusError(for error: any Error) -> StatusError {
+        switch error {
+        case let error as StatusError:
+            return error
+        case let error as RedisClientError where error.isConnectionProblem:
+            return StatusError(.unavailable, "storage unavailable, try again")
+        case let error as any HTTPResponseError:
+            let message = (error as? HTTPError)?.body
+            switch error.status.code {
+            case 404: return StatusError(.notFound, "no such route")
+            case 405: return StatusError(.methodNotAllowed, "method not allowed")
+            case 413: return StatusError(.payloadTooLarge, "request body is larger than 1 MiB")
+            case 401: return StatusError(.unauthorized, message ?? "unauthorized")
+            case 400..<500: return StatusError(.invalidRequest, message ?? "invalid request")
+            default: return StatusError(.internalError, "internal error")
+            }
+        case is DecodingError:
+            return StatusError(.invalidRequest, "malformed JSON or wrong field types")
+        default:
+            return StatusError(.internalError, "internal error")
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import Foundation
+import Hummingbird
+import StatusCore
+
+/// Reading JSON request bodies within SPEC §1's 1 MiB limit.
+enum RequestBody {
+    /// The largest body accepted (SPEC §1); larger is 413 `PAYLOAD_TOO_LARGE`.
+    static let maxBytes = 1 << 20
+
+    /// Decodes the body as `T`; malformed JSON or wrong types are `INVALID_REQUEST`.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {
+        guard let value = try await decodeIfPresent(type, from: request) else {
+            throw StatusError(.invalidRequest, "a JSON body is required")
+        }
+        return value
+    }
+
+    /// Decodes the body as `T`, or nil when the body is empty.
+    static func decodeIfPresent<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T? {
+        var request = request
+        let buffer = try await request.collectBody(upTo: maxBytes)
+        guard buffer.readableBytes > 0 else { return nil }
+        do {
+            return try JSONCoding.decoder.decode(T.self, from: Data(buffer: buffer))
+        } catch {
+            throw StatusError(.invalidRequest, "malformed JSON or wrong field types")
+        }
+    }
+}

@@ -1,0 +1,128 @@
+import Hummingbird
+import StatusCore
+
+/// SPEC §7 server API: the four operations acting for a user, the listings, the backend query and backend-driven
+/// devices, under `/v1/apps/{appId}`.
+struct StatusRoutes: Sendable {
+    let services: ServerServices
+
+    /// The body of `PUT /users/{userId}/status`.
+    struct SetStatus: Decodable, Sendable {
+        var customStatus: String?
+    }
+
+    /// A `userIds` body that may be absent (unsubscribe).
+    struct OptionalUserIds: Decodable, Sendable {
+        var userIds: [String]?
+    }
+
+    /// The body of `POST /status/query`.
+    struct BackendQuery: Decodable, Sendable {
+        var userIds: [String]
+        var detail: Bool?
+    }
+
+    /// The body of a device login.
+    struct Login: Decodable, Sendable {
+        var platform: String
+    }
+
+    /// The body of a kick.
+    struct Kick: Decodable, Sendable {
+        var deviceId: String?
+    }
+
+    /// The answer to a kick.
+    struct Kicked: Encodable, Sendable {
+        var kicked: [String]
+    }
+
+    func register(on router: Router<some RequestContext>) {
+        let app = router.group("v1/apps/:appId")
+        let operations = services.operations
+        app.put("users/:userId/status") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            let body = try await RequestBody.decode(SetStatus.self, from: request)
+            return JSONResponse(try await operations.setSelfStatus(app: app, userId: userId, customStatus: body.customStatus))
+        }
+        app.post("users/:userId/status/query") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            let body = try await RequestBody.decode(UserIdList.self, from: request)
+            return JSONResponse(try await operations.getUserStatus(app: app, userId: userId, userIds: body.userIds))
+        }
+        app.post("users/:userId/subscriptions") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            let body = try await RequestBody.decode(UserIdList.self, from: request)
+            return JSONResponse(try await operations.subscribe(app: app, userId: userId, userIds: body.userIds))
+        }
+        app.delete("users/:userId/subscriptions") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            let body = try await RequestBody.decodeIfPresent(OptionalUserIds.self, from: request)
+            return JSONResponse(try await operations.unsubscribe(app: app, userId: userId, userIds: body?.userIds))
+        }
+        app.get("users/:userId/subscriptions") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            return JSONResponse(UserIdList(userIds: try await operations.subscriptions(appId: app.appId, userId: userId)))
+        }
+        app.get("users") { request, context in
+            let app = try await services.app(request, context)
+            let query = request.uri.queryParameters
+            let presence: StatusType?
+            switch query.get("status") {
+            case nil: presence = nil
+            case "online": presence = .online
+            case "offline": presence = .offline
+            default: throw StatusError(.invalidRequest, "status must be online or offline")
+            }
+            let limit = try RequestRules.listLimit(query.get("limit"))
+            let cursor = query.get("cursor").flatMap { $0.isEmpty ? nil : $0 }
+            return JSONResponse(try await operations.listUsers(appId: app.appId, presence: presence, limit: limit, cursor: cursor))
+        }
+        app.post("status/query") { request, context in
+            let app = try await services.app(request, context)
+            let body = try await RequestBody.decode(BackendQuery.self, from: request)
+            return JSONResponse(try await operations.backendQuery(appId: app.appId, userIds: body.userIds, detail: body.detail ?? false))
+        }
+        registerDevices(on: app)
+    }
+
+    private func registerDevices(on app: RouterGroup<some RequestContext>) {
+        let presence = services.presence
+        app.post("users/:userId/devices/:deviceId/login") { request, context in
+            let (app, userId, deviceId) = try await device(request, context)
+            let body = try await RequestBody.decode(Login.self, from: request)
+            let platform = try Platform.parse(body.platform)
+            let status = try await presence.connect(
+                app: app,
+                userId: userId,
+                deviceId: deviceId,
+                platform: platform,
+                kind: .backend,
+                connection: "api:" + deviceId
+            )
+            return JSONResponse(status)
+        }
+        app.post("users/:userId/devices/:deviceId/heartbeat") { request, context in
+            let (app, userId, deviceId) = try await device(request, context)
+            return JSONResponse(try await presence.heartbeat(app: app, userId: userId, deviceId: deviceId))
+        }
+        app.post("users/:userId/devices/:deviceId/logout") { request, context in
+            let (app, userId, deviceId) = try await device(request, context)
+            try await services.users.requireExists(appId: app.appId, userId: userId)
+            return JSONResponse(try await presence.remove(app: app, userId: userId, deviceIds: [deviceId], because: .logout).status)
+        }
+        app.post("users/:userId/kick") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            let body = try await RequestBody.decodeIfPresent(Kick.self, from: request)
+            let devices = try body?.deviceId.map { [try Identifiers.deviceId($0)] } ?? []
+            try await services.users.requireExists(appId: app.appId, userId: userId)
+            return JSONResponse(Kicked(kicked: try await presence.remove(app: app, userId: userId, deviceIds: devices, because: .kicked).removed))
+        }
+    }
+
+    private func device(_ request: Request, _ context: some RequestContext) async throws -> (AppRecord, String, String) {
+        let (app, userId) = try await services.user(request, context)
+        let deviceId = try Identifiers.deviceId(context.parameters.require("deviceId"))
+        return (app, userId, deviceId)
+    }
+}

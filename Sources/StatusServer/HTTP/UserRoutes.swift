@@ -1,0 +1,112 @@
+import Hummingbird
+import StatusCore
+
+/// SPEC §7 server API: users, tokens, friends and blocks, under `/v1/apps/{appId}`.
+struct UserRoutes: Sendable {
+    let services: ServerServices
+
+    /// The body of `POST /users/{userId}/tokens`.
+    struct TokenRequest: Decodable, Sendable {
+        var ttlSeconds: Int?
+    }
+
+    /// `{"byMe": [...], "me": [...]}`, with only the requested lists.
+    struct BlockLists: Encodable, Sendable {
+        var byMe: [String]?
+        var me: [String]?
+    }
+
+    func register(on router: Router<some RequestContext>) {
+        let users = router.group("v1/apps/:appId/users")
+        users.put(":userId") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            let input = try await RequestBody.decode(UserProfileInput.self, from: request).validated()
+            return JSONResponse(try await services.users.put(appId: app.appId, userId: userId, input: input))
+        }
+        users.get(":userId") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            return JSONResponse(try await services.users.require(appId: app.appId, userId: userId))
+        }
+        users.delete(":userId") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            try await services.users.requireExists(appId: app.appId, userId: userId)
+            try await services.presence.remove(app: app, userId: userId, deviceIds: [], because: .kicked)
+            let related = try await services.users.delete(appId: app.appId, userId: userId)
+            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: Array(related)))
+            await services.bus.publish(.deleted(appId: app.appId, userId: userId))
+            return Response(status: .noContent)
+        }
+        users.post(":userId/tokens") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            try await services.users.requireExists(appId: app.appId, userId: userId)
+            let body = try await RequestBody.decodeIfPresent(TokenRequest.self, from: request)
+            let ttl = body?.ttlSeconds ?? 86_400
+            guard (1...31_536_000).contains(ttl) else { throw StatusError(.invalidRequest, "ttlSeconds must be 1..31536000") }
+            return JSONResponse(try await services.tokens.mint(app: app, userId: userId, ttlSeconds: ttl))
+        }
+        registerRelations(on: users)
+    }
+
+    private func registerRelations(on users: RouterGroup<some RequestContext>) {
+        users.put(":userId/friends") { request, context in
+            let (app, userId, others) = try await relationRequest(request, context)
+            try await services.users.addFriends(appId: app.appId, userId: userId, friendIds: others)
+            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
+            return JSONResponse(UserIdList(userIds: try await services.users.friends(appId: app.appId, userId: userId)))
+        }
+        users.delete(":userId/friends") { request, context in
+            let (app, userId, others) = try await relationRequest(request, context, mustExist: false)
+            try await services.users.removeFriends(appId: app.appId, userId: userId, friendIds: others)
+            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
+            return JSONResponse(UserIdList(userIds: try await services.users.friends(appId: app.appId, userId: userId)))
+        }
+        users.get(":userId/friends") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            try await services.users.requireExists(appId: app.appId, userId: userId)
+            return JSONResponse(UserIdList(userIds: try await services.users.friends(appId: app.appId, userId: userId)))
+        }
+        users.put(":userId/blocks") { request, context in
+            let (app, userId, others) = try await relationRequest(request, context)
+            try await services.users.addBlocks(appId: app.appId, userId: userId, targetIds: others)
+            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
+            let lists = try await services.users.blocks(appId: app.appId, userId: userId)
+            return JSONResponse(BlockLists(byMe: lists.byMe, me: lists.me))
+        }
+        users.delete(":userId/blocks") { request, context in
+            let (app, userId, others) = try await relationRequest(request, context, mustExist: false)
+            try await services.users.removeBlocks(appId: app.appId, userId: userId, targetIds: others)
+            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
+            let lists = try await services.users.blocks(appId: app.appId, userId: userId)
+            return JSONResponse(BlockLists(byMe: lists.byMe, me: lists.me))
+        }
+        users.get(":userId/blocks") { request, context in
+            let (app, userId) = try await services.user(request, context)
+            try await services.users.requireExists(appId: app.appId, userId: userId)
+            let direction = request.uri.queryParameters.get("direction") ?? "both"
+            guard ["byMe", "me", "both"].contains(direction) else {
+                throw StatusError(.invalidRequest, "direction must be byMe, me or both")
+            }
+            let lists = try await services.users.blocks(appId: app.appId, userId: userId)
+            return JSONResponse(BlockLists(byMe: direction == "me" ? nil : lists.byMe, me: direction == "byMe" ? nil : lists.me))
+        }
+    }
+
+    /// Parses a friends/blocks change: `{"userIds": [...]}`, valid ids, not oneself, the user exists and (when adding)
+    /// every other user exists, or nothing changes.
+    private func relationRequest(
+        _ request: Request,
+        _ context: some RequestContext,
+        mustExist: Bool = true
+    ) async throws -> (AppRecord, String, [String]) {
+        let (app, userId) = try await services.user(request, context)
+        let body = try await RequestBody.decode(UserIdList.self, from: request)
+        let others = try RequestRules.batch(body.userIds, limit: StatusOperations.backendQueryLimit)
+        if others.contains(userId) { throw StatusError(.invalidRequest, "a user cannot befriend or block themselves") }
+        let existing = try await services.users.existing(appId: app.appId, userIds: [userId] + (mustExist ? others : []))
+        guard existing.contains(userId) else { throw StatusError(.userNotFound, "user \(userId) not found") }
+        if mustExist, let missing = others.first(where: { !existing.contains($0) }) {
+            throw StatusError(.userNotFound, "user \(missing) not found")
+        }
+        return (app, userId, others)
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import Logging
+import RedisClient
+import StatusCore
+
+/// Device lifecycle (SPEC §2, §7): connect, heartbeat, logout, kick, disconnect and heartbeat timeouts, for WebSocket
+/// devices and backend-driven ones alike.
+struct PresenceOperations: Sendable {
+    let statuses: StatusRepository
+    let recorder: ChangeRecorder
+    let bus: EventBus
+    let redis: RedisClient
+    let webhooks: WebhookQueue
+    let nodeId: String
+
+    /// Why a device went away, with the status it leaves the user in when it was the last one.
+    enum Departure: Sendable {
+        case logout
+        case kicked
+        case disconnect
+        case timeout
+
+        var leavingAs: StatusType {
+            switch self {
+            case .logout, .kicked: .unlogined
+            case .disconnect, .timeout: .offline
+            }
+        }
+
+        /// SPEC §8's `action` and `reason`.
+        var webhook: (action: String, reason: String) {
+            switch self {
+            case .logout: ("logout", "unregister")
+            case .kicked: ("logout", "kicked")
+            case .disconnect: ("disconnect", "linkClose")
+            case .timeout: ("disconnect", "timeout")
+            }
+        }
+    }
+
+    /// Connects a device; a device already connected under that id is replaced and its connection closed.
+    func connect(
+        app: AppRecord,
+        userId: String,
+        deviceId: String,
+        platform: Platform,
+        kind: DeviceRecord.Kind,
+        connection: String
+    ) async throws -> UserStatus {
+        let record = DeviceRecord(platform: platform.rawValue, node: kind == .webSocket ? nodeId : "", connection: connection, kind: kind)
+        let (result, replaced) = try await statuses.connect(appId: app.appId, userId: userId, deviceId: deviceId, record: record)
+        if kind == .backend {
+            _ = try await redis.send("ZADD", RedisKeys(appId: app.appId).heartbeats, String(WallClock.nowMs()), Self.member(userId, deviceId))
+        }
+        if let replaced, replaced.connection != connection, replaced.kind == .webSocket {
+            await bus.publish(
+                .devicesClosed(
+                    appId: app.appId,
+                    userId: userId,
+                    devices: [ClosedDevice(deviceId: deviceId, connection: replaced.connection)],
+                    reason: "replaced"
+                )
+            )
+        }
+        await recorder.record(appId: app.appId, change: result.change, reply: result.reply)
+        await webhooks.enqueue(
+            app: app,
+            userId: userId,
+            deviceId: deviceId,
+            platform: platform.rawValue,
+            action: ("login", "register"),
+            statusType: result.reply.status.statusType
+        )
+        return result.reply.status
+    }
+
+    /// A backend-driven device's heartbeat.
+    func heartbeat(app: AppRecord, userId: String, deviceId: String) async throws -> UserStatus {
+        let (found, reply) = try await statuses.heartbeat(appId: app.appId, userId: userId, deviceId: deviceId)
+        if found {
+            _ = try await redis.send("ZADD", RedisKeys(appId: app.appId).heartbeats, "XX", String(WallClock.nowMs()), Self.member(userId, deviceId))
+        }
+        return reply.status
+    }
+
+    /// Removes devices (every device when `deviceIds` is empty) and tells the nodes holding them to close them.
+    /// Returns the ids removed and the user's status after.
+    @discardableResult
+    func remove(
+        app: AppRecord,
+        userId: String,
+        deviceIds: [String],
+        because departure: Departure,
+        connection: String? = nil,
+        staleBefore: Int64? = nil
+    ) async throws -> (removed: [String], status: UserStatus) {
+        let result = try await statuses.remove(
+            appId: app.appId,
+            userId: userId,
+            deviceIds: deviceIds,
+            leavingAs: departure.leavingAs,
+            retentionSeconds: app.config.subscriptionRetentionSeconds,
+            connectionId: connection,
+            staleBefore: staleBefore
+        )
+        let keys = RedisKeys(appId: app.appId)
+        let backend = result.removed.filter { $0.record.kind == .backend }
+        if !backend.isEmpty {
+            _ = try await redis.send(["ZREM", keys.heartbeats] + backend.map { Self.member(userId, $0.deviceId) })
+        }
+        let sockets = result.removed.filter { $0.record.kind == .webSocket && $0.record.connection != connection }
+        if !sockets.isEmpty {
+            let reason = departure == .kicked ? "kicked" : "logout"
+            let devices = sockets.map { ClosedDevice(deviceId: $0.deviceId, connection: $0.record.connection) }
+            await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: devices, reason: reason))
+        }
+        await recorder.record(appId: app.appId, change: result.change, reply: result.reply)
+        for device in result.removed {
+            await webhooks.enqueue(
+                app: app,
+                userId: userId,
+                deviceId: device.deviceId,
+                platform: device.record.platform,
+                action: departure.webhook,
+                statusType: result.reply.status.statusType
+            )
+        }
+        return (result.removed.map(\.deviceId), result.reply.status)
+    }
+
+    /// Turns backend-driven devices of `app` silent for longer than `heartbeatTimeoutSeconds` offline.
+    /// Returns how many were removed.
+    func sweepBackendDevices(app: AppRecord, limit: Int = 1000) async throws -> Int {
+        let deadline = WallClock.nowMs() - Int64(app.config.heartbeatTimeoutSeconds) * 1000
+        let key = RedisKeys(appId: app.appId).heartbeats
+        let reply = try await redis.send("ZRANGEBYSCORE", key, "-inf", "(\(deadline)", "LIMIT", "0", String(limit))
+        var removed = 0
+        for member in reply.array?.compactMap(\.string) ?? [] {
+            let parts = member.split(separator: "\n", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { continue }
+            let result = try await remove(app: app, userId: parts[0], deviceIds: [parts[1]], because: .timeout, staleBefore: deadline)
+            removed += result.removed.count
+            if result.removed.isEmpty {
+                // Heartbeated since (its entry is renewed by that heartbeat), or gone already: then drop the entry.
+                let exists = try await redis.send("HEXISTS", RedisKeys(appId: app.appId).user(parts[0]).devices, parts[1])
+                if exists.int == 0 { _ = try await redis.send("ZREM", key, member) }
+            }
+        }
+        return removed
+    }
+
+    private static func member(_ userId: String, _ deviceId: String) -> String {
+        userId + "\n" + deviceId
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import RedisClient
+import StatusCore
+
+/// The four operations of SPEC §4 plus the listings, with every gate, quota and rule. Both transports (HTTP server
+/// API and device WebSocket) call these, so they share semantics and counters.
+struct StatusOperations: Sendable {
+    let redis: RedisClient
+    let scripts: ScriptLibrary
+    let users: UserDirectory
+    let statuses: StatusRepository
+    let recorder: ChangeRecorder
+    let bus: EventBus
+
+    /// The backend query's fixed batch limit (SPEC §7 `POST /status/query`).
+    static let backendQueryLimit = 500
+
+    /// setSelfStatus: unlimited, any plan; notifies only when something changed.
+    func setSelfStatus(app: AppRecord, userId: String, customStatus: String?, origin: String? = nil) async throws -> UserStatus {
+        let value = try RequestRules.customStatus(customStatus, maxBytes: app.config.customStatusMaxBytes)
+        let result = try await statuses.setCustomStatus(appId: app.appId, userId: userId, value: value)
+        await recorder.record(appId: app.appId, change: result.change, reply: result.reply, origin: origin)
+        return result.reply.status
+    }
+
+    /// getUserStatus: free for oneself; for others premium + statusQuery, batch limit and rate limit; blocked pairs
+    /// see each other offline.
+    func getUserStatus(app: AppRecord, userId: String, userIds: [String]) async throws -> StatusQueryResult {
+        if userIds.isEmpty { throw StatusError(.invalidRequest, "userIds must not be empty") }
+        let ids = try Identifiers.userIdList(userIds)
+        var blocked = Set<String>()
+        if ids.contains(where: { $0 != userId }) {
+            try app.config.requireStatusQuery()
+            guard userIds.count <= app.config.queryBatchLimit else {
+                throw StatusError(.tooManyUsers, "at most \(app.config.queryBatchLimit) user ids per call")
+            }
+            try await users.requireExists(appId: app.appId, userId: userId)
+            let user = RedisKeys(appId: app.appId).user(userId)
+            let reply = try await rateLimited(
+                scripts.queryRateLimit,
+                keys: [user.rateLimit(.getUserStatus), user.status, user.blocks, user.blockedBy],
+                arguments: rateArguments(app.config)
+            )
+            blocked = Set(reply.compactMap(\.string))
+        } else {
+            try await users.requireExists(appId: app.appId, userId: userId)
+        }
+        let found = try await statuses.statuses(appId: app.appId, userIds: ids)
+        var result = StatusQueryResult(statuses: [], failures: [])
+        for id in ids {
+            guard let status = found[id] else {
+                result.failures.append(UserFailure(userId: id, code: .userNotFound))
+                continue
+            }
+            result.statuses.append(blocked.contains(id) ? status.maskedByBlock() : status)
+        }
+        return result
+    }
+
+    /// subscribeUserStatus: premium + statusQuery, 1...subscribeBatchLimit ids, rate limited; per-id failures; the
+    /// earliest subscriptions are evicted past subscriptionLimit in the same atomic step as the add.
+    func subscribe(app: AppRecord, userId: String, userIds: [String]) async throws -> SubscribeResult {
+        let ids = try Identifiers.userIdList(userIds)
+        try app.config.requireStatusQuery()
+        _ = try RequestRules.batch(userIds, limit: app.config.subscribeBatchLimit)
+        let existing = try await users.existing(appId: app.appId, userIds: [userId] + ids)
+        guard existing.contains(userId) else { throw StatusError(.userNotFound, "user \(userId) not found") }
+        var result = SubscribeResult(subscribed: [], evicted: [], failures: [])
+        for id in ids {
+            if id == userId {
+                result.failures.append(UserFailure(userId: id, code: .cannotSubscribeSelf))
+            } else if !existing.contains(id) {
+                result.failures.append(UserFailure(userId: id, code: .userNotFound))
+            } else {
+                result.subscribed.append(id)
+            }
+        }
+        let user = RedisKeys(appId: app.appId).user(userId)
+        let config = app.config
+        let reply = try await rateLimited(
+            scripts.subscribe,
+            keys: [user.subscriptions, user.rateLimit(.subscribe), user.status],
+            arguments: rateArguments(config) + [String(config.subscriptionLimit), retentionMs(config)] + result.subscribed
+        )
+        result.evicted = reply.compactMap(\.string)
+        await bus.publish(.relationsChanged(appId: app.appId, userIds: [userId]))
+        return result
+    }
+
+    /// unsubscribeUserStatus: same gating, batch and rate limit as subscribe; an empty or missing list removes all.
+    func unsubscribe(app: AppRecord, userId: String, userIds: [String]?) async throws -> UnsubscribeResult {
+        let ids = try Identifiers.userIdList(userIds ?? [])
+        try app.config.requireStatusQuery()
+        _ = try RequestRules.batch(userIds ?? [], limit: app.config.subscribeBatchLimit, allowEmpty: true)
+        try await users.requireExists(appId: app.appId, userId: userId)
+        let user = RedisKeys(appId: app.appId).user(userId)
+        let reply = try await rateLimited(
+            scripts.unsubscribe,
+            keys: [user.subscriptions, user.rateLimit(.unsubscribe), user.status],
+            arguments: rateArguments(app.config) + [retentionMs(app.config)] + ids
+        )
+        await bus.publish(.relationsChanged(appId: app.appId, userIds: [userId]))
+        return UnsubscribeResult(unsubscribed: reply.compactMap(\.string))
+    }
+
+    /// The user's subscriptions, oldest first.
+    func subscriptions(appId: String, userId: String) async throws -> [String] {
+        try await users.requireExists(appId: appId, userId: userId)
+        let reply = try await redis.send("ZRANGE", RedisKeys(appId: appId).user(userId).subscriptions, "0", "-1")
+        return reply.array?.compactMap(\.string) ?? []
+    }
+
+    /// The backend's view of anyone's status: no user rate limit, no gating, no blocking; devices only with `detail`.
+    func backendQuery(appId: String, userIds: [String], detail: Bool) async throws -> StatusQueryResult {
+        let ids = try RequestRules.batch(userIds, limit: Self.backendQueryLimit)
+        let found = try await statuses.statuses(appId: appId, userIds: ids)
+        var result = StatusQueryResult(statuses: [], failures: [])
+        for id in ids {
+            if let status = found[id] {
+                result.statuses.append(detail ? status : status.withoutDevices())
+            } else {
+                result.failures.append(UserFailure(userId: id, code: .userNotFound))
+            }
+        }
+        return result
+    }
+
+    /// Users by presence (`online`, `offline` = not online, or nil for everyone), in id order, one page at a time.
+    func listUsers(appId: String, presence: StatusType?, limit: Int, cursor: String?) async throws -> UserPage {
+        var after = try cursor.map(ListCursor.decode)
+        let keys = RedisKeys(appId: appId)
+        let source = presence == .online ? keys.online : keys.users
+        var page: [ListedUser] = []
+        var exhausted = false
+        let batch = min(200, limit * 2)
+        while page.count < limit && !exhausted {
+            let start = after.map { "(" + $0 } ?? "-"
+            let reply = try await redis.send("ZRANGEBYLEX", source, start, "+", "LIMIT", "0", String(batch))
+            let candidates = reply.array?.compactMap(\.string) ?? []
+            exhausted = candidates.count < batch
+            let found = try await statuses.statuses(appId: appId, userIds: candidates)
+            let profiles = try await users.profiles(appId: appId, userIds: candidates)
+            for id in candidates {
+                after = id
+                guard let status = found[id] else { continue }
+                let matches = presence == nil || (presence == .online) == (status.statusType == .online)
+                if matches { page.append(ListedUser(status: status, profile: profiles[id])) }
+                if page.count == limit {
+                    exhausted = exhausted && id == candidates.last
+                    break
+                }
+            }
+        }
+        return UserPage(users: page, cursor: exhausted ? nil : after.map(ListCursor.encode))
+    }
+
+    private func rateArguments(_ config: AppConfig) -> [String] {
+        [String(config.rateLimit.calls), String(Int64(config.rateLimit.windowSeconds) * 1000)]
+    }
+
+    private func retentionMs(_ config: AppConfig) -> String {
+        String(Int64(config.subscriptionRetentionSeconds) * 1000)
+    }
+
+    /// Runs a rate-limited script: `{0, values...}` is accepted, `{1, retryAfterMs}` becomes `RATE_LIMITED`.
+    private func rateLimited(_ script: RedisScript, keys: [String], arguments: [String]) async throws -> [RedisValue] {
+        let reply = try await redis.evalScript(script, keys: keys, arguments: arguments).array ?? []
+        guard let flag = reply.first?.int else { throw StatusReplyError.malformed }
+        if flag == 1 {
+            let retry = reply.count > 1 ? reply[1].int ?? 1000 : 1000
+            throw StatusError(.rateLimited, "too many calls, retry in \(retry) ms", retryAfterMs: retry)
+        }
+        return Array(reply.dropFirst())
+    }
+}
+
+/// The opaque listing cursor: the last user id examined, base64url.
+enum ListCursor {
+    static func encode(_ userId: String) -> String {
+        Data(userId.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decode(_ cursor: String) throws(StatusError) -> String {
+        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64), let userId = String(data: data, encoding: .utf8), Identifiers.isValidUserId(userId)
+        else { throw StatusError(.invalidRequest, "invalid cursor") }
+        return userId
+    }
+}

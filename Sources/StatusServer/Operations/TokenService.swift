@@ -1,0 +1,69 @@
+import Foundation
+import JWTKit
+import StatusCore
+
+/// The claims of a user token (SPEC §7): `sub` = userId, `app` = appId, `exp` in seconds, HS256 with the app's secret.
+struct UserTokenClaims: JWTPayload {
+    var sub: SubjectClaim
+    var app: String
+    var exp: ExpirationClaim
+
+    /// No leeway: a token is rejected from its `exp` second on.
+    func verify(using algorithm: some JWTAlgorithm) async throws {
+        guard Date() < exp.value else { throw JWTError.claimVerificationFailure(failedClaim: exp, reason: "expired") }
+    }
+}
+
+/// Mints and verifies user tokens.
+struct TokenService: Sendable {
+    let apps: AppRegistry
+
+    /// A minted token and when it expires (epoch ms).
+    struct MintedToken: Encodable, Sendable {
+        var token: String
+        var expiresAt: Int64
+    }
+
+    /// Mints a token valid for `ttlSeconds`.
+    func mint(app: AppRecord, userId: String, ttlSeconds: Int) async throws -> MintedToken {
+        let expiry = (Date().timeIntervalSince1970 + Double(ttlSeconds)).rounded(.down)
+        let claims = UserTokenClaims(sub: .init(value: userId), app: app.appId, exp: .init(value: Date(timeIntervalSince1970: expiry)))
+        let token = try await Self.keys(secret: app.tokenSecret).sign(claims)
+        return MintedToken(token: token, expiresAt: Int64(expiry) * 1000)
+    }
+
+    /// Verifies a token against its app's current secret: a bad, expired or foreign token, or one of a deleted app,
+    /// is `UNAUTHORIZED`. Returns the app and the userId.
+    func verify(_ token: String) async throws -> (AppRecord, String) {
+        let unverified: UserTokenClaims
+        do {
+            unverified = try Self.unverifiedClaims(token)
+        } catch {
+            throw StatusError(.unauthorized, "malformed token")
+        }
+        guard Identifiers.isValidAppId(unverified.app), let app = try await apps.find(unverified.app) else {
+            throw StatusError(.unauthorized, "unknown app")
+        }
+        do {
+            let claims = try await Self.keys(secret: app.tokenSecret).verify(token, as: UserTokenClaims.self)
+            guard claims.app == app.appId, Identifiers.isValidUserId(claims.sub.value) else { throw StatusError(.unauthorized, "bad token") }
+            return (app, claims.sub.value)
+        } catch {
+            throw StatusError(.unauthorized, "bad or expired token")
+        }
+    }
+
+    private static func keys(secret: String) async -> JWTKeyCollection {
+        await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+    }
+
+    /// Reads the payload without checking the signature, only to find which app's secret to check it with.
+    private static func unverifiedClaims(_ token: String) throws -> UserTokenClaims {
+        let parts = token.split(separator: ".")
+        guard parts.count == 3 else { throw StatusError(.unauthorized, "malformed token") }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64) else { throw StatusError(.unauthorized, "malformed token") }
+        return try JSONDecoder().decode(UserTokenClaims.self, from: data)
+    }
+}

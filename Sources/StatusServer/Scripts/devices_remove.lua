@@ -1,0 +1,43 @@
+-- SPEC §2: devices go away. When the last one goes the user leaves `online`: to `offline` (connection dropped,
+-- heartbeat timed out, node died) or `unlogined` (logout, kick); the custom status is cleared in the same change
+-- (version +1 once) and lastActiveAt is that moment. Removing some devices only changes `onlineDevices`.
+-- SPEC §4: the retention clock of the subscriptions starts when the user leaves online.
+-- KEYS: status, profile, devices, subs
+-- ARGV: mode ('offline'|'unlogined'), retention ms, connection id ('' = any), stale-before ms ('' = no check),
+--       deviceIds... (none = every device)
+-- Reply: {changed (0 none | 1 status | 2 devices only), removed count, removed id 1, removed JSON 1, ..., <status reply>}
+local now = now_ms()
+local ids = {}
+if #ARGV > 4 then
+    for i = 5, #ARGV do ids[#ids + 1] = ARGV[i] end
+else
+    ids = redis.call('HKEYS', KEYS[3])
+end
+local removed = {}
+for _, id in ipairs(ids) do
+    local raw = redis.call('HGET', KEYS[3], id)
+    if raw then
+        local device = cjson.decode(raw)
+        local matches = ARGV[3] == '' or device.c == ARGV[3]
+        local stale = ARGV[4] == '' or (tonumber(device.hb) or 0) < tonumber(ARGV[4])
+        if matches and stale then
+            redis.call('HDEL', KEYS[3], id)
+            removed[#removed + 1] = id
+            removed[#removed + 1] = raw
+        end
+    end
+end
+local changed = 0
+if #removed > 0 then
+    changed = 2
+    if redis.call('HLEN', KEYS[3]) == 0 and redis.call('HGET', KEYS[1], 't') == 'online' then
+        redis.call('HSET', KEYS[1], 't', ARGV[1], 'la', now)
+        redis.call('HDEL', KEYS[1], 'cs')
+        redis.call('HINCRBY', KEYS[1], 'v', 1)
+        redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
+        changed = 1
+    end
+end
+local header = { changed, #removed / 2 }
+for _, value in ipairs(removed) do header[#header + 1] = value end
+return with_header(header, status_reply(KEYS[1], KEYS[2], KEYS[3]))

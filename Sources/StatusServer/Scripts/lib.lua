@@ -1,0 +1,63 @@
+-- Shared prelude, prepended to every statusd script.
+-- SPEC §5: sliding-window rate limit per (app, user, operation); SPEC §2: the status object.
+
+-- Milliseconds since the epoch from the Redis server clock, so that every node uses one clock.
+local function now_ms()
+    local t = redis.call('TIME')
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- SPEC §5: at most `calls` accepted calls in any window of `window_ms`; a rejected call is not counted.
+-- Returns 0 when accepted (and records the call), else the milliseconds until the oldest accepted call leaves the window.
+local function rate_limit(key, now, calls, window_ms)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window_ms)
+    local count = redis.call('ZCARD', key)
+    if count >= calls then
+        local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+        local retry = tonumber(oldest[2]) + window_ms - now
+        if retry < 1 then retry = 1 end
+        return retry
+    end
+    redis.call('ZADD', key, now, now .. ':' .. count)
+    redis.call('PEXPIRE', key, window_ms)
+    return 0
+end
+
+-- SPEC §2: while online, any request or connect is activity.
+local function touch_if_online(status_key, now)
+    if redis.call('HGET', status_key, 't') == 'online' then
+        redis.call('HSET', status_key, 'la', now)
+    end
+end
+
+-- SPEC §4: subscriptions are kept while the user is online and expire `retention_ms` after the later of
+-- the user's last moment online and the last change to the list.
+local function refresh_retention(subs_key, status_key, retention_ms)
+    if redis.call('HGET', status_key, 't') == 'online' then
+        redis.call('PERSIST', subs_key)
+    else
+        redis.call('PEXPIRE', subs_key, retention_ms)
+    end
+end
+
+-- The status object as a flat reply: {t, cs|'', la|'', v, role|'', device1, platform1, ...}.
+local function status_reply(status_key, profile_key, devices_key)
+    local s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v')
+    local role = redis.call('HGET', profile_key, 'role')
+    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', role or '' }
+    local devices = redis.call('HGETALL', devices_key)
+    for i = 1, #devices, 2 do
+        local d = cjson.decode(devices[i + 1])
+        reply[#reply + 1] = devices[i]
+        reply[#reply + 1] = d.p
+    end
+    return reply
+end
+
+-- Prefixes a status reply with header values.
+local function with_header(header, reply)
+    for i = #header, 1, -1 do
+        table.insert(reply, 1, header[i])
+    end
+    return reply
+end

@@ -1,0 +1,22 @@
+-- SPEC §4 setSelfStatus: sets or clears the caller's custom status; a call that changes nothing notifies nobody.
+-- SPEC §2: `version` +1 on every change of customStatus; while online the request is activity.
+-- KEYS: status, profile, devices
+-- ARGV: value ('' clears)
+-- Reply: {changed (0|1), <status reply>} or error USER_NOT_FOUND.
+if redis.call('EXISTS', KEYS[2]) == 0 then
+    return redis.error_reply('USER_NOT_FOUND')
+end
+local now = now_ms()
+touch_if_online(KEYS[1], now)
+local current = redis.call('HGET', KEYS[1], 'cs') or ''
+local changed = 0
+if current ~= ARGV[1] then
+    if ARGV[1] == '' then
+        redis.call('HDEL', KEYS[1], 'cs')
+    else
+        redis.call('HSET', KEYS[1], 'cs', ARGV[1])
+    end
+    redis.call('HINCRBY', KEYS[1], 'v', 1)
+    changed = 1
+end
+return with_header({ changed }, status_reply(KEYS[1], KEYS[2], KEYS[3]))

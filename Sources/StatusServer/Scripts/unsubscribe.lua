@@ -1,0 +1,25 @@
+-- SPEC §4 unsubscribeUserStatus, SPEC §5 rate limit: removes the listed targets, or every subscription when the
+-- list is empty, after the rate-limit check, in one round trip.
+-- KEYS: subs, rate-limit log, status
+-- ARGV: calls, window ms, retention ms, targets...
+-- Reply: {0, removed...} when accepted (every target listed, or all removed for an empty list), {1, retry ms} when limited.
+local now = now_ms()
+local retry = rate_limit(KEYS[2], now, tonumber(ARGV[1]), tonumber(ARGV[2]))
+if retry > 0 then
+    return { 1, retry }
+end
+touch_if_online(KEYS[3], now)
+local reply = { 0 }
+if #ARGV == 3 then
+    for _, target in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do reply[#reply + 1] = target end
+    redis.call('DEL', KEYS[1])
+else
+    for i = 4, #ARGV do
+        redis.call('ZREM', KEYS[1], ARGV[i])
+        reply[#reply + 1] = ARGV[i]
+    end
+    if redis.call('EXISTS', KEYS[1]) == 1 then
+        refresh_retention(KEYS[1], KEYS[3], tonumber(ARGV[3]))
+    end
+end
+return reply

@@ -1,0 +1,55 @@
+/// The Redis key layout. Every key of one user carries the hash tag `{<appId>:<userId>}` and every app-wide key the
+/// tag `{<appId>}`, so each Lua script touches one hash slot only and the layout works on Redis Cluster.
+struct RedisKeys: Sendable {
+    let appId: String
+
+    /// The app record: config JSON, API key hash, token secret.
+    var app: String { "st:{\(appId)}:app" }
+    /// Every user of the app (sorted set, score 0, ordered by id).
+    var users: String { "st:{\(appId)}:users" }
+    /// The users currently online (sorted set, score 0).
+    var online: String { "st:{\(appId)}:online" }
+    /// The status version last applied to ``online`` per user.
+    var onlineVersions: String { "st:{\(appId)}:onlinever" }
+    /// Backend-driven devices by heartbeat time (member `userId\ndeviceId`).
+    var heartbeats: String { "st:{\(appId)}:hb" }
+
+    /// The keys of one user of this app.
+    func user(_ userId: String) -> UserKeys { UserKeys(tag: "{\(appId):\(userId)}") }
+
+    /// The pattern that matches every key of the app, for deletion.
+    var allKeysPatterns: [String] { ["st:{\(appId)}:*", "st:{\(appId):*"] }
+
+    /// The global index from API-key digest to appId.
+    static func apiKey(digest: String) -> String { "st:apikey:\(digest)" }
+    /// The set of all appIds.
+    static let apps = "st:apps"
+}
+
+/// The keys of one user; all in the user's hash slot.
+struct UserKeys: Sendable {
+    let tag: String
+
+    var profile: String { "st:\(tag):profile" }
+    var status: String { "st:\(tag):status" }
+    var devices: String { "st:\(tag):devices" }
+    var subscriptions: String { "st:\(tag):subs" }
+    var friends: String { "st:\(tag):friends" }
+    var blocks: String { "st:\(tag):blocks" }
+    var blockedBy: String { "st:\(tag):blockedby" }
+
+    /// The sliding-window log of one rate-limited operation.
+    func rateLimit(_ operation: RateLimitedOperation) -> String { "st:\(tag):rl:\(operation.rawValue)" }
+
+    /// Every key of the user, for deletion.
+    var all: [String] {
+        [profile, status, devices, subscriptions, friends, blocks, blockedBy] + RateLimitedOperation.allCases.map(rateLimit)
+    }
+}
+
+/// The operations SPEC §5 rate-limits, each with its own counter.
+enum RateLimitedOperation: String, Sendable, CaseIterable {
+    case getUserStatus = "query"
+    case subscribe = "sub"
+    case unsubscribe = "unsub"
+}

@@ -1,0 +1,59 @@
+import Foundation
+import RedisClient
+
+/// The Lua scripts of `Scripts/`, each prefixed with the shared prelude `lib.lua`.
+struct ScriptLibrary: Sendable {
+    let setCustomStatus: RedisScript
+    let deviceConnect: RedisScript
+    let deviceHeartbeat: RedisScript
+    let devicesRemove: RedisScript
+    let subscribe: RedisScript
+    let unsubscribe: RedisScript
+    let queryRateLimit: RedisScript
+    let presenceIndex: RedisScript
+    let appCreate: RedisScript
+    let appConfigUpdate: RedisScript
+    let profilePut: RedisScript
+
+    /// Every script, for `SCRIPT LOAD` at start.
+    var all: [RedisScript] {
+        [
+            setCustomStatus, deviceConnect, deviceHeartbeat, devicesRemove, subscribe, unsubscribe, queryRateLimit, presenceIndex,
+            appCreate, appConfigUpdate, profilePut,
+        ]
+    }
+
+    /// Loads the scripts from the module's resources.
+    static func load() throws -> ScriptLibrary {
+        let prelude = try source("lib")
+        func script(_ name: String) throws -> RedisScript {
+            RedisScript(name: name, source: prelude + "\n" + (try source(name)))
+        }
+        return ScriptLibrary(
+            setCustomStatus: try script("set_custom_status"),
+            deviceConnect: try script("device_connect"),
+            deviceHeartbeat: try script("device_heartbeat"),
+            devicesRemove: try script("devices_remove"),
+            subscribe: try script("subscribe"),
+            unsubscribe: try script("unsubscribe"),
+            queryRateLimit: try script("query_rate_limit"),
+            presenceIndex: try script("presence_index"),
+            appCreate: try script("app_create"),
+            appConfigUpdate: try script("app_config_update"),
+            profilePut: try script("profile_put")
+        )
+    }
+
+    private static func source(_ name: String) throws -> String {
+        guard let url = Bundle.module.url(forResource: name, withExtension: "lua", subdirectory: "Scripts") else {
+            throw ScriptLibraryError(name: name)
+        }
+        return try String(contentsOf: url, encoding: .utf8)
+    }
+}
+
+/// A script file missing from the bundle.
+struct ScriptLibraryError: Error, CustomStringConvertible {
+    let name: String
+    var description: String { "missing Lua script \(name).lua" }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import RedisClient
+import StatusCore
+
+/// Users, their profiles and their relationships (SPEC §7 server API: users, friends, blocks).
+///
+/// Relationships are mirrored in each user's own hash slot (`friends`, `blocks`, `blockedby`), so any check about one
+/// user reads that user's slot only. Work that spans users is one command per user, the actor's side first.
+struct UserDirectory: Sendable {
+    let redis: RedisClient
+    let scripts: ScriptLibrary
+
+    /// Creates or replaces a profile, and indexes the user in the app.
+    func put(appId: String, userId: String, input: UserProfileInput) async throws -> UserProfile {
+        let keys = RedisKeys(appId: appId)
+        var arguments = [String(WallClock.nowMs())]
+        if let name = input.name { arguments += ["name", name] }
+        if let role = input.role { arguments += ["role", role] }
+        if let tags = input.tags { arguments += ["tags", try JSONCoding.string(tags)] }
+        if let metadata = input.metadata, metadata != .null { arguments += ["metadata", try JSONCoding.string(metadata)] }
+        _ = try await redis.evalScript(scripts.profilePut, keys: [keys.user(userId).profile], arguments: arguments)
+        _ = try await redis.send("ZADD", keys.users, "0", userId)
+        return try await require(appId: appId, userId: userId)
+    }
+
+    /// The profile; throws `USER_NOT_FOUND`.
+    func require(appId: String, userId: String) async throws -> UserProfile {
+        let reply = try await redis.send("HGETALL", RedisKeys(appId: appId).user(userId).profile)
+        guard let profile = Self.profile(userId: userId, reply: reply) else {
+            throw StatusError(.userNotFound, "user \(userId) not found")
+        }
+        return profile
+    }
+
+    /// Throws `USER_NOT_FOUND` unless the user exists.
+    func requireExists(appId: String, userId: String) async throws {
+        let exists = try await redis.send("EXISTS", RedisKeys(appId: appId).user(userId).profile)
+        guard exists.int == 1 else { throw StatusError(.userNotFound, "user \(userId) not found") }
+    }
+
+    /// Which of `userIds` exist, in one round trip.
+    func existing(appId: String, userIds: [String]) async throws -> Set<String> {
+        guard !userIds.isEmpty else { return [] }
+        let keys = RedisKeys(appId: appId)
+        let replies = try await redis.pipeline(userIds.map { ["EXISTS", keys.user($0).profile] })
+        return Set(zip(userIds, replies).compactMap { $1.int == 1 ? $0 : nil })
+    }
+
+    /// Profiles of many users in one round trip (missing users are left out).
+    func profiles(appId: String, userIds: [String]) async throws -> [String: UserProfile] {
+        guard !userIds.isEmpty else { return [:] }
+        let keys = RedisKeys(appId: appId)
+        let replies = try await redis.pipeline(userIds.map { ["HGETALL", keys.user($0).profile] })
+        var result: [String: UserProfile] = [:]
+        for (userId, reply) in zip(userIds, replies) {
+            if let profile = Self.profile(userId: userId, reply: reply) { result[userId] = profile }
+        }
+        return result
+    }
+
+    /// Deletes the user's keys, removes them from the others' relationship sets and from the app's indexes.
+    /// Returns the user's friends and the users on either side of a block, whose nodes must forget the user.
+    func delete(appId: String, userId: String) async throws -> Set<String> {
+        let keys = RedisKeys(appId: appId)
+        let user = keys.user(userId)
+        let replies = try await redis.pipeline([["SMEMBERS", user.friends], ["SMEMBERS", user.blocks], ["SMEMBERS", user.blockedBy]])
+        let friends = replies[0].array?.compactMap(\.string) ?? []
+        let blocks = replies[1].array?.compactMap(\.string) ?? []
+        let blockedBy = replies[2].array?.compactMap(\.string) ?? []
+        _ = try await redis.send(["DEL"] + user.all)
+        var commands: [[String]] = [["ZREM", keys.users, userId], ["ZREM", keys.online, userId], ["HDEL", keys.onlineVersions, userId]]
+        commands += friends.map { ["SREM", keys.user($0).friends, userId] }
+        commands += blocks.map { ["SREM", keys.user($0).blockedBy, userId] }
+        commands += blockedBy.map { ["SREM", keys.user($0).blocks, userId] }
+        _ = try await redis.pipeline(commands)
+        return Set(friends + blocks + blockedBy)
+    }
+
+    /// Adds mutual friendships.
+    func addFriends(appId: String, userId: String, friendIds: [String]) async throws {
+        guard !friendIds.isEmpty else { return }
+        let keys = RedisKeys(appId: appId)
+        _ = try await redis.send(["SADD", keys.user(userId).friends] + friendIds)
+        _ = try await redis.pipeline(friendIds.map { ["SADD", keys.user($0).friends, userId] })
+    }
+
+    /// Removes mutual friendships.
+    func removeFriends(appId: String, userId: String, friendIds: [String]) async throws {
+        guard !friendIds.isEmpty else { return }
+        let keys = RedisKeys(appId: appId)
+        _ = try await redis.send(["SREM", keys.user(userId).friends] + friendIds)
+        _ = try await redis.pipeline(friendIds.map { ["SREM", keys.user($0).friends, userId] })
+    }
+
+    /// The user's friends, sorted.
+    func friends(appId: String, userId: String) async throws -> [String] {
+        try await members(RedisKeys(appId: appId).user(userId).friends)
+    }
+
+    /// Blocks users: the blocker's `blocks` set first, then each target's `blockedby`.
+    func addBlocks(appId: String, userId: String, targetIds: [String]) async throws {
+        guard !targetIds.isEmpty else { return }
+        let keys = RedisKeys(appId: appId)
+        _ = try await redis.send(["SADD", keys.user(userId).blocks] + targetIds)
+        _ = try await redis.pipeline(targetIds.map { ["SADD", keys.user($0).blockedBy, userId] })
+    }
+
+    /// Unblocks users.
+    func removeBlocks(appId: String, userId: String, targetIds: [String]) async throws {
+        guard !targetIds.isEmpty else { return }
+        let keys = RedisKeys(appId: appId)
+        _ = try await redis.send(["SREM", keys.user(userId).blocks] + targetIds)
+        _ = try await redis.pipeline(targetIds.map { ["SREM", keys.user($0).blockedBy, userId] })
+    }
+
+    /// Users the user blocked, and users who blocked the user, sorted.
+    func blocks(appId: String, userId: String) async throws -> (byMe: [String], me: [String]) {
+        let user = RedisKeys(appId: appId).user(userId)
+        return (try await members(user.blocks), try await members(user.blockedBy))
+    }
+
+    /// A page of the app's users in id order after `cursor`.
+    func page(appId: String, after cursor: String?, count: Int) async throws -> [String] {
+        let start = cursor.map { "(" + $0 } ?? "-"
+        let reply = try await redis.send("ZRANGEBYLEX", RedisKeys(appId: appId).users, start, "+", "LIMIT", "0", String(count))
+        return reply.array?.compactMap(\.string) ?? []
+    }
+
+    private func members(_ key: String) async throws -> [String] {
+        (try await redis.send("SMEMBERS", key).array?.compactMap(\.string) ?? []).sorted()
+    }
+
+    private static func profile(userId: String, reply: RedisValue) -> UserProfile? {
+        guard let values = reply.array, !values.isEmpty else { return nil }
+        var fields: [String: String] = [:]
+        var index = 0
+        while index + 1 < values.count {
+            if let key = values[index].string, let value = values[index + 1].string { fields[key] = value }
+            index += 2
+        }
+        return UserProfile(
+            userId: userId,
+            name: fields["name"],
+            role: fields["role"],
+            tags: fields["tags"].flatMap { try? JSONCoding.decoder.decode([String].self, from: Data($0.utf8)) },
+            metadata: fields["metadata"].flatMap { try? JSONCoding.decoder.decode(JSONValue.self, from: Data($0.utf8)) },
+            createdAt: fields["createdAt"].flatMap { Int64($0) },
+            updatedAt: fields["updatedAt"].flatMap { Int64($0) }
+        )
+    }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import RedisClient
+import StatusServer
+
+/// `statusd`: runs one node of the user status service.
+@main
+struct StatusdCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "statusd",
+        abstract: "Self-hosted user status service: presence, custom status, subscriptions and status events."
+    )
+
+    @Option(help: "Address to listen on (env STATUSD_HOST).")
+    var host: String = ProcessInfo.processInfo.environment["STATUSD_HOST"] ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on (env STATUSD_PORT).")
+    var port: Int = Int(ProcessInfo.processInfo.environment["STATUSD_PORT"] ?? "") ?? 8080
+
+    @Option(help: "Redis URL, redis://[:password@]host:port[/db] or unix:///path (env STATUSD_REDIS_URL). Without it statusd starts a private redis-server.")
+    var redisUrl: String?
+
+    @Option(help: "Admin API key (env STATUSD_ADMIN_KEY); generated and printed when absent.")
+    var adminKey: String?
+
+    @Option(help: "This node's id (env STATUSD_NODE_ID); random when absent.")
+    var nodeId: String?
+
+    @Option(help: "Data directory of the private redis-server (env STATUSD_DATA_DIR).")
+    var dataDir: String = ProcessInfo.processInfo.environment["STATUSD_DATA_DIR"] ?? "./statusd-data"
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (env STATUSD_LOG_LEVEL).")
+    var logLevel: String = ProcessInfo.processInfo.environment["STATUSD_LOG_LEVEL"] ?? "info"
+
+    func run() async throws {
+        var logger = Logger(label: "statusd")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let environment = ProcessInfo.processInfo.environment
+        let adminKey = adminKey ?? environment["STATUSD_ADMIN_KEY"]
+        let redisUrl = redisUrl ?? environment["STATUSD_REDIS_URL"]
+        let nodeId = nodeId ?? environment["STATUSD_NODE_ID"]
+        let key = adminKey ?? Self.generatedKey()
+        var embedded: EmbeddedRedis?
+        let redis: RedisConfiguration
+        if let redisUrl {
+            redis = try RedisConfiguration(url: redisUrl)
+        } else {
+            let child = try await EmbeddedRedis.start(dataDirectory: dataDir, logger: logger)
+            embedded = child
+            redis = RedisConfiguration(endpoint: .unixSocket(path: child.socketPath))
+        }
+        defer { embedded?.stop() }
+        var configuration = ServerConfiguration(host: host, port: port, redis: redis, adminKey: key)
+        if let nodeId { configuration.nodeId = nodeId }
+        if adminKey == nil {
+            print("statusd admin key: \(key)")
+        }
+        logger.info("starting statusd", metadata: ["node": "\(configuration.nodeId)", "address": "\(host):\(port)"])
+        let app = try buildApplication(configuration: configuration, logger: logger)
+        try await app.runService()
+    }
+
+    private static func generatedKey() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return "adm_" + (0..<24).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+}
