@@ -9,19 +9,30 @@ import ServiceLifecycle
 public func buildApplication(configuration: ServerConfiguration, logger: Logger) throws -> some ApplicationProtocol {
     let redis = RedisClient(configuration: configuration.redis, logger: logger)
     let services = try ServerServices(configuration: configuration, redis: redis, logger: logger)
-    let router = Router(context: BasicWebSocketRequestContext.self)
+    let router = Router(context: StatusRequestContext.self)
     router.add(middleware: ErrorMiddleware())
     HealthRoutes(services: services).register(on: router)
     AdminRoutes(services: services).register(on: router)
     UserRoutes(services: services).register(on: router)
     StatusRoutes(services: services).register(on: router)
+    let index = FanoutIndex()
+    let fanout = FanoutService(index: index, services: services, logger: logger)
+    DeviceGateway(services: services, index: index, fanout: fanout).register(on: router)
     var app = Application(
         router: router,
-        server: .http1WebSocketUpgrade(webSocketRouter: router),
+        server: .http1WebSocketUpgrade(
+            webSocketRouter: router,
+            configuration: .init(http1: .init(additionalChannelHandlers: [UpgradeRejectionHandler()]), ws: .init(maxFrameSize: 1 << 16))
+        ),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "statusd"),
         logger: logger
     )
-    app.addServices(redis, ScriptPreloader(redis: redis, scripts: services.scripts, logger: logger))
+    app.addServices(
+        redis,
+        ScriptPreloader(redis: redis, scripts: services.scripts, logger: logger),
+        fanout,
+        HousekeepingService(services: services, index: index, logger: logger)
+    )
     return app
 }
 

@@ -17,6 +17,7 @@ struct ServerServices: Sendable {
     let tokens: TokenService
     let bus: EventBus
     let webhooks: WebhookQueue
+    let nodeDevices: NodeRegistry
     let logger: Logger
 
     init(configuration: ServerConfiguration, redis: RedisClient, logger: Logger) throws {
@@ -47,6 +48,7 @@ struct ServerServices: Sendable {
             nodeId: configuration.nodeId
         )
         self.tokens = TokenService(apps: apps)
+        self.nodeDevices = NodeRegistry(redis: redis, nodeId: configuration.nodeId, leaseSeconds: configuration.nodeLeaseSeconds)
     }
 
     /// The app of the path, authenticated by its API key.

@@ -97,6 +97,11 @@ final class AppRegistry: Sendable {
         }
     }
 
+    /// Forgets the cached copy of an app (its config changed on another node, or it was deleted).
+    func invalidate(_ appId: String) {
+        _ = cache.withLock { $0.removeValue(forKey: appId) }
+    }
+
     /// The appId an API key belongs to, if any.
     func appId(forAPIKey apiKey: String) async throws -> String? {
         try await redis.send("GET", RedisKeys.apiKey(digest: Self.digest(apiKey))).string

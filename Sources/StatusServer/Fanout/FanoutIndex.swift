@@ -1,0 +1,165 @@
+import StatusCore
+import Synchronization
+
+/// This node's sessions and its in-memory index "target user → local users who must hear about them" (ARCHITECTURE
+/// "Fan-out"). Delivery is a lookup here: never a scan of all sessions, never a Redis read per recipient.
+final class FanoutIndex: Sendable {
+    private struct State {
+        var users: [AppUser: LocalUser] = [:]
+        /// target → local users subscribed to it.
+        var subscribers: [AppUser: Set<String>] = [:]
+        /// target → local users who are its friends.
+        var friendsOf: [AppUser: Set<String>] = [:]
+        /// appId → sessions with presence scope `all`.
+        var scopeAll: [String: [String: DeviceSession]] = [:]
+        /// appId → role → sessions with a `roles:` scope naming it.
+        var scopeRoles: [String: [String: [String: DeviceSession]]] = [:]
+        var sessionCount = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Registers a session; returns true when it is its user's first session here (the caller then loads relations).
+    @discardableResult
+    func add(_ session: DeviceSession) -> Bool {
+        state.withLock { state in
+            let key = AppUser(appId: session.appId, userId: session.userId)
+            let first = state.users[key] == nil
+            state.users[key, default: LocalUser()].sessions[session.connectionId] = session
+            state.sessionCount += 1
+            switch session.scope {
+            case .all:
+                state.scopeAll[session.appId, default: [:]][session.connectionId] = session
+            case .roles(let roles):
+                for role in roles { state.scopeRoles[session.appId, default: [:]][role, default: [:]][session.connectionId] = session }
+            case .subscriptions, .friends:
+                break
+            }
+            return first
+        }
+    }
+
+    /// Removes a session; the user's entry and index edges go with their last session.
+    func remove(_ session: DeviceSession) {
+        state.withLock { state in
+            let key = AppUser(appId: session.appId, userId: session.userId)
+            guard state.users[key]?.sessions.removeValue(forKey: session.connectionId) != nil else { return }
+            state.sessionCount -= 1
+            switch session.scope {
+            case .all:
+                state.scopeAll[session.appId]?.removeValue(forKey: session.connectionId)
+                if state.scopeAll[session.appId]?.isEmpty == true { state.scopeAll[session.appId] = nil }
+            case .roles(let roles):
+                for role in roles {
+                    state.scopeRoles[session.appId]?[role]?.removeValue(forKey: session.connectionId)
+                    if state.scopeRoles[session.appId]?[role]?.isEmpty == true { state.scopeRoles[session.appId]?[role] = nil }
+                }
+            case .subscriptions, .friends:
+                break
+            }
+            if state.users[key]?.sessions.isEmpty == true {
+                Self.setRelations(Relations(subscriptions: [], friends: [], blocked: []), for: key, in: &state)
+                state.users[key] = nil
+            }
+        }
+    }
+
+    /// Replaces a local user's relationships and the index edges that come from them.
+    func update(_ key: AppUser, relations: Relations) {
+        state.withLock { state in
+            guard state.users[key] != nil else { return }
+            Self.setRelations(relations, for: key, in: &state)
+        }
+    }
+
+    /// The local users of `appId` among `userIds` (whose relations must be reloaded).
+    func localUsers(appId: String, among userIds: [String]) -> [AppUser] {
+        state.withLock { state in
+            userIds.map { AppUser(appId: appId, userId: $0) }.filter { state.users[$0] != nil }
+        }
+    }
+
+    /// Every local user (to reload after the bus reconnects).
+    func allLocalUsers() -> [AppUser] {
+        state.withLock { Array($0.users.keys) }
+    }
+
+    /// Sessions of a user on this node.
+    func sessions(of key: AppUser) -> [DeviceSession] {
+        state.withLock { Array(($0.users[key]?.sessions ?? [:]).values) }
+    }
+
+    /// Sessions of every user of an app on this node.
+    func sessions(ofApp appId: String) -> [DeviceSession] {
+        state.withLock { state in state.users.filter { $0.key.appId == appId }.flatMap { $0.value.sessions.values } }
+    }
+
+    /// Every session on this node.
+    func allSessions() -> [DeviceSession] {
+        state.withLock { state in state.users.values.flatMap { $0.sessions.values } }
+    }
+
+    /// How many sessions this node holds.
+    var count: Int { state.withLock { $0.sessionCount } }
+
+    /// The sessions that must receive a change of `change.status.userId` under `config` (SPEC §6), each once.
+    func recipients(of change: StatusChange, config: AppConfig) -> [DeviceSession] {
+        state.withLock { state in
+            let target = AppUser(appId: change.appId, userId: change.status.userId)
+            var result: [String: DeviceSession] = [:]
+            if config.multiDeviceSync, let own = state.users[target] {
+                result.merge(own.sessions) { first, _ in first }
+            }
+            guard change.change == StatusRepository.Change.status.rawValue, config.plan == .premium else {
+                return Array(result.values)
+            }
+            func addUser(_ userId: String, where include: (DeviceSession) -> Bool = { _ in true }) {
+                guard userId != target.userId, let user = state.users[AppUser(appId: change.appId, userId: userId)],
+                    !user.blocked.contains(target.userId)
+                else { return }
+                for (id, session) in user.sessions where include(session) { result[id] = session }
+            }
+            func addSession(_ session: DeviceSession) {
+                addUser(session.userId) { $0.connectionId == session.connectionId }
+            }
+            let friends = state.friendsOf[target] ?? []
+            if config.statusQuery {
+                for userId in state.subscribers[target] ?? [] { addUser(userId) }
+                for session in (state.scopeAll[change.appId] ?? [:]).values { addSession(session) }
+                for userId in friends {
+                    addUser(userId) { if case .friends = $0.scope { true } else { false } }
+                }
+                if let role = change.role {
+                    for session in (state.scopeRoles[change.appId]?[role] ?? [:]).values { addSession(session) }
+                }
+            }
+            if config.friendStatusNotify {
+                for userId in friends { addUser(userId) }
+            }
+            return Array(result.values)
+        }
+    }
+
+    private static func setRelations(_ relations: Relations, for key: AppUser, in state: inout State) {
+        guard let old = state.users[key] else { return }
+        for target in old.subscriptions.subtracting(relations.subscriptions) {
+            let edge = AppUser(appId: key.appId, userId: target)
+            state.subscribers[edge]?.remove(key.userId)
+            if state.subscribers[edge]?.isEmpty == true { state.subscribers[edge] = nil }
+        }
+        for target in relations.subscriptions.subtracting(old.subscriptions) {
+            state.subscribers[AppUser(appId: key.appId, userId: target), default: []].insert(key.userId)
+        }
+        for target in old.friends.subtracting(relations.friends) {
+            let edge = AppUser(appId: key.appId, userId: target)
+            state.friendsOf[edge]?.remove(key.userId)
+            if state.friendsOf[edge]?.isEmpty == true { state.friendsOf[edge] = nil }
+        }
+        for target in relations.friends.subtracting(old.friends) {
+            state.friendsOf[AppUser(appId: key.appId, userId: target), default: []].insert(key.userId)
+        }
+        state.users[key]?.subscriptions = relations.subscriptions
+        state.users[key]?.friends = relations.friends
+        state.users[key]?.blocked = relations.blocked
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import Logging
+import RedisClient
+import ServiceLifecycle
+import StatusCore
+
+/// The node's periodic work, one loop for all sessions (no timer per socket):
+/// - every second, ends WebSocket sessions silent for longer than their app's `heartbeatTimeoutSeconds`;
+/// - every second, turns backend-driven devices without a heartbeat for that long offline;
+/// - renews the node's lease and files the devices of nodes whose lease expired.
+struct HousekeepingService: Service {
+    let services: ServerServices
+    let index: FanoutIndex
+    let logger: Logger
+
+    /// How often the loop runs.
+    static let tick: Duration = .seconds(1)
+
+    func run() async throws {
+        let registry = services.nodeDevices
+        var ticks = 0
+        let leaseEvery = max(1, registry.leaseSeconds / 3)
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            await endSilentSessions()
+            if ticks % leaseEvery == 0 {
+                await guarded("lease renewal") { try await registry.renew() }
+                await guarded("dead node cleanup") { try await cleanUpDeadNodes() }
+            }
+            await guarded("backend device sweep") { try await sweepBackendDevices() }
+            ticks += 1
+            try? await Task.sleep(for: Self.tick)
+        }
+        await guarded("leaving") { try await registry.leave() }
+    }
+
+    private func endSilentSessions() async {
+        var timeouts: [String: Int64] = [:]
+        for session in index.allSessions() {
+            if timeouts[session.appId] == nil {
+                let config = try? await services.apps.find(session.appId)?.config
+                timeouts[session.appId] = Int64(config?.heartbeatTimeoutSeconds ?? AppConfig().heartbeatTimeoutSeconds) * 1000
+            }
+            if let timeout = timeouts[session.appId], session.silenceMs > timeout {
+                session.end(.timedOut)
+            }
+        }
+    }
+
+    private func sweepBackendDevices() async throws {
+        for appId in try await services.apps.allAppIds() {
+            guard let app = try await services.apps.find(appId) else { continue }
+            _ = try await services.presence.sweepBackendDevices(app: app)
+        }
+    }
+
+    private func cleanUpDeadNodes() async throws {
+        let registry = services.nodeDevices
+        for node in try await registry.deadNodes() {
+            guard try await registry.claimCleanup(of: node) else { continue }
+            let devices = try await registry.devices(of: node)
+            logger.notice("filing the devices of a dead node", metadata: ["node": "\(node)", "devices": "\(devices.count)"])
+            for device in devices {
+                guard let app = try await services.apps.find(device.appId) else { continue }
+                try await services.presence.remove(
+                    app: app,
+                    userId: device.userId,
+                    deviceIds: [device.deviceId],
+                    because: .disconnect,
+                    connection: device.connection
+                )
+            }
+            try await registry.forget(node)
+        }
+    }
+
+    private func guarded(_ what: String, _ work: () async throws -> Void) async {
+        do {
+            try await work()
+        } catch {
+            logger.debug("housekeeping step failed", metadata: ["step": "\(what)", "error": "\(error)"])
+        }
+    }
+}

@@ -1,0 +1,24 @@
+/// What this node keeps about a user who has a session here: their sessions and the relationships that decide what
+/// they hear (SPEC §6), loaded from Redis when their first session starts and reloaded when the bus says they changed.
+struct LocalUser: Sendable {
+    var sessions: [String: DeviceSession] = [:]
+    /// Users this user subscribes to.
+    var subscriptions: Set<String> = []
+    /// This user's friends.
+    var friends: Set<String> = []
+    /// Users on either side of a block with this user.
+    var blocked: Set<String> = []
+}
+
+/// The relationships of one user as read from Redis.
+struct Relations: Sendable, Equatable {
+    var subscriptions: Set<String>
+    var friends: Set<String>
+    var blocked: Set<String>
+}
+
+/// A user of an app.
+struct AppUser: Sendable, Hashable {
+    var appId: String
+    var userId: String
+}

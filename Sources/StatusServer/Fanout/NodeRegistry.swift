@@ -1,0 +1,79 @@
+import Foundation
+import Logging
+import RedisClient
+import StatusCore
+
+/// This node's lease and the list of devices it holds, so that when a node dies the survivors turn its devices
+/// offline (SPEC §9: within 30 seconds).
+struct NodeRegistry: Sendable {
+    let redis: RedisClient
+    let nodeId: String
+    let leaseSeconds: Int
+
+    /// Every node's last renewal (sorted set, score = epoch ms).
+    static let nodes = "st:nodes"
+
+    static func lease(_ nodeId: String) -> String { "st:node:{\(nodeId)}:lease" }
+    static func devices(_ nodeId: String) -> String { "st:node:{\(nodeId)}:devices" }
+    static func cleanupLock(_ nodeId: String) -> String { "st:node:{\(nodeId)}:cleanup" }
+
+    /// Records that a device session lives on this node.
+    func add(_ session: DeviceSession) async throws {
+        _ = try await redis.send("SADD", Self.devices(nodeId), Self.member(session))
+    }
+
+    /// Forgets a device session whose departure is filed.
+    func remove(_ session: DeviceSession) async throws {
+        _ = try await redis.send("SREM", Self.devices(nodeId), Self.member(session))
+    }
+
+    /// Renews this node's lease.
+    func renew() async throws {
+        let now = WallClock.nowMs()
+        _ = try await redis.pipeline([
+            ["SET", Self.lease(nodeId), String(now), "PX", String(leaseSeconds * 1000)],
+            ["ZADD", Self.nodes, String(now), nodeId],
+        ])
+    }
+
+    /// Nodes whose lease has expired, other than this one.
+    func deadNodes() async throws -> [String] {
+        let cutoff = WallClock.nowMs() - Int64(leaseSeconds) * 1000
+        let candidates = try await redis.send("ZRANGEBYSCORE", Self.nodes, "-inf", String(cutoff)).array?.compactMap(\.string) ?? []
+        var dead: [String] = []
+        for node in candidates where node != nodeId {
+            if try await redis.send("EXISTS", Self.lease(node)).int == 0 { dead.append(node) }
+        }
+        return dead
+    }
+
+    /// Takes the right to clean up after `node` (one survivor does it).
+    func claimCleanup(of node: String) async throws -> Bool {
+        let reply = try await redis.send("SET", Self.cleanupLock(node), nodeId, "NX", "PX", "60000")
+        return reply.string == "OK"
+    }
+
+    /// The devices a node held: (appId, userId, deviceId, connection).
+    func devices(of node: String) async throws -> [(appId: String, userId: String, deviceId: String, connection: String)] {
+        let members = try await redis.send("SMEMBERS", Self.devices(node)).array?.compactMap(\.string) ?? []
+        return members.compactMap { member in
+            let parts = member.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 4 else { return nil }
+            return (parts[0], parts[1], parts[2], parts[3])
+        }
+    }
+
+    /// Forgets a dead node once its devices are filed.
+    func forget(_ node: String) async throws {
+        _ = try await redis.pipeline([["DEL", Self.devices(node)], ["ZREM", Self.nodes, node], ["DEL", Self.cleanupLock(node)]])
+    }
+
+    /// Forgets this node on a clean shutdown.
+    func leave() async throws {
+        _ = try await redis.pipeline([["DEL", Self.lease(nodeId)], ["ZREM", Self.nodes, nodeId], ["DEL", Self.devices(nodeId)]])
+    }
+
+    private static func member(_ session: DeviceSession) -> String {
+        [session.appId, session.userId, session.deviceId, session.connectionId].joined(separator: "\n")
+    }
+}

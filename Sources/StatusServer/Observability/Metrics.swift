@@ -1,0 +1,21 @@
+import Metrics
+
+/// The node's metrics (SPEC §9), exported in Prometheus text at `/metrics`.
+enum Metrics {
+    /// Devices connected to this node over WebSocket.
+    static let connectedDevices = Gauge(label: "statusd_connected_devices")
+    /// Events written to device queues.
+    static let eventsDelivered = Counter(label: "statusd_events_delivered_total")
+    /// Devices disconnected because their queue was full.
+    static let slowConsumers = Counter(label: "statusd_slow_consumer_disconnects_total")
+    /// Bus events dropped because the node could not keep up (followed by a resync).
+    static let busEventsDropped = Counter(label: "statusd_bus_events_dropped_total")
+    /// Calls rejected by the rate limit.
+    static let rateLimited = Counter(label: "statusd_rate_limited_total")
+    /// Redis errors seen by request handlers.
+    static let redisErrors = Counter(label: "statusd_redis_errors_total")
+    /// Webhook deliveries, by outcome.
+    static func webhookDeliveries(_ outcome: String) -> Counter {
+        Counter(label: "statusd_webhook_deliveries_total", dimensions: [("outcome", outcome)])
+    }
+}

@@ -1,0 +1,70 @@
+import StatusCore
+
+/// The JSON text frames of the device WebSocket (SPEC §7).
+enum DeviceFrames {
+    /// `{"event": "welcome", "userId", "deviceId", "heartbeatSeconds", "status"}`.
+    struct Welcome: Encodable {
+        var event = "welcome"
+        var userId: String
+        var deviceId: String
+        var heartbeatSeconds: Int
+        var status: UserStatus
+    }
+
+    /// `{"event": "onUserStatusChanged", "statuses": [...]}`.
+    struct StatusChanged: Encodable {
+        var event = "onUserStatusChanged"
+        var statuses: [UserStatus]
+    }
+
+    /// `{"event": "kicked", "reason": "..."}`.
+    struct Kicked: Encodable {
+        var event = "kicked"
+        var reason: String
+    }
+
+    /// `{"id", "ok": true, "result"}`.
+    struct Success<Result: Encodable>: Encodable {
+        var id: JSONValue
+        var ok = true
+        var result: Result
+    }
+
+    /// `{"id", "ok": false, "error": {"code", "message", "retryAfterMs"?}}`.
+    struct Failure: Encodable {
+        var id: JSONValue
+        var ok = false
+        var error: StatusError
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(id, forKey: .id)
+            try container.encode(ok, forKey: .ok)
+            var nested = container.nestedContainer(keyedBy: Keys.self, forKey: .error)
+            try nested.encode(error.code.rawValue, forKey: .code)
+            try nested.encode(error.message, forKey: .message)
+            try nested.encodeIfPresent(error.retryAfterMs, forKey: .retryAfterMs)
+        }
+
+        enum Keys: String, CodingKey {
+            case id
+            case ok
+            case error
+            case code
+            case message
+            case retryAfterMs
+        }
+    }
+
+    static func statusChanged(_ status: UserStatus) throws -> String {
+        try JSONCoding.string(StatusChanged(statuses: [status]))
+    }
+
+    static func kicked(_ reason: String) -> String {
+        (try? JSONCoding.string(Kicked(reason: reason))) ?? #"{"event":"kicked"}"#
+    }
+
+    static func failure(id: JSONValue, _ error: StatusError) -> String {
+        (try? JSONCoding.string(Failure(id: id, error: error))) ?? #"{"ok":false}"#
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import StatusCore
+
+/// Answers the JSON requests of a device (SPEC §7): the four operations, `heartbeat` and `logout`, through the same
+/// ``StatusOperations`` as the HTTP API, so quotas and counters are shared.
+struct DeviceRequestHandler: Sendable {
+    let services: ServerServices
+
+    /// A request frame. `customStatus` absent and `null` both clear.
+    struct Frame: Decodable {
+        var id: JSONValue?
+        var op: String?
+        var customStatus: String?
+        var userIds: [String]?
+    }
+
+    /// What the session must do after answering.
+    enum After {
+        case keepOpen
+        /// The device logged out: close without writing anything more to Redis.
+        case close
+    }
+
+    /// Handles one text frame and returns the reply frame to send.
+    func handle(_ text: String, session: DeviceSession) async -> (reply: String, after: After) {
+        guard let frame = try? JSONCoding.decoder.decode(Frame.self, from: Data(text.utf8)) else {
+            return (DeviceFrames.failure(id: .null, StatusError(.invalidRequest, "a frame must be a JSON object with id and op")), .keepOpen)
+        }
+        let id = frame.id ?? .null
+        do {
+            guard let app = try await services.apps.find(session.appId) else { throw StatusError(.unauthorized, "app deleted") }
+            let operations = services.operations
+            switch frame.op {
+            case "setSelfStatus":
+                let status = try await operations.setSelfStatus(
+                    app: app,
+                    userId: session.userId,
+                    customStatus: frame.customStatus,
+                    origin: session.connectionId
+                )
+                return (try success(id, status), .keepOpen)
+            case "getUserStatus":
+                return (try success(id, try await operations.getUserStatus(app: app, userId: session.userId, userIds: try ids(frame))), .keepOpen)
+            case "subscribeUserStatus":
+                return (try success(id, try await operations.subscribe(app: app, userId: session.userId, userIds: try ids(frame))), .keepOpen)
+            case "unsubscribeUserStatus":
+                return (try success(id, try await operations.unsubscribe(app: app, userId: session.userId, userIds: frame.userIds)), .keepOpen)
+            case "heartbeat":
+                return (try success(id, Heartbeat(heartbeatSeconds: app.config.heartbeatIntervalSeconds)), .keepOpen)
+            case "logout":
+                let result = try await services.presence.remove(
+                    app: app,
+                    userId: session.userId,
+                    deviceIds: [session.deviceId],
+                    because: .logout,
+                    connection: session.connectionId
+                )
+                return (try success(id, result.status), .close)
+            default:
+                throw StatusError(.invalidRequest, "unknown op")
+            }
+        } catch {
+            let mapped = ErrorMiddleware<StatusRequestContext>.statusError(for: error)
+            if mapped.code == .rateLimited { Metrics.rateLimited.increment() }
+            return (DeviceFrames.failure(id: id, mapped), .keepOpen)
+        }
+    }
+
+    /// The heartbeat answer.
+    struct Heartbeat: Encodable {
+        var heartbeatSeconds: Int
+    }
+
+    private func ids(_ frame: Frame) throws(StatusError) -> [String] {
+        guard let ids = frame.userIds else { throw StatusError(.invalidRequest, "userIds is required") }
+        return ids
+    }
+
+    private func success(_ id: JSONValue, _ result: some Encodable) throws -> String {
+        try JSONCoding.string(DeviceFrames.Success(id: id, result: result))
+    }
+}
