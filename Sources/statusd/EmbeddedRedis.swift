@@ -18,9 +18,11 @@ final class EmbeddedRedis: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("redis.sock").path
         try? FileManager.default.removeItem(atPath: socket)
-        guard let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server", "/opt/homebrew/bin/redis-server"].first(where: {
-            FileManager.default.isExecutableFile(atPath: $0)
-        }) else {
+        guard
+            let binary = ["/usr/bin/redis-server", "/usr/local/bin/redis-server", "/opt/homebrew/bin/redis-server"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
             throw EmbeddedRedisError(message: "redis-server not found: install it (apt-get install redis-server) or pass --redis-url")
         }
         let process = Process()

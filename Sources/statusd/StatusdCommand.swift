@@ -19,7 +19,10 @@ struct StatusdCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (env STATUSD_PORT).")
     var port: Int = Int(ProcessInfo.processInfo.environment["STATUSD_PORT"] ?? "") ?? 8080
 
-    @Option(help: "Redis URL, redis://[:password@]host:port[/db] or unix:///path (env STATUSD_REDIS_URL). Without it statusd starts a private redis-server.")
+    @Option(
+        help:
+            "Redis URL, redis://[:password@]host:port[/db] or unix:///path (env STATUSD_REDIS_URL). Without it statusd starts a private redis-server."
+    )
     var redisUrl: String?
 
     @Option(help: "Admin API key (env STATUSD_ADMIN_KEY); generated and printed when absent.")

@@ -68,7 +68,10 @@ struct StatusRepository: Sendable {
     func setCustomStatus(appId: String, userId: String, value: String?) async throws -> WriteResult {
         let user = RedisKeys(appId: appId).user(userId)
         let reply = try await run(scripts.setCustomStatus, [user.status, user.profile, user.devices], [value ?? ""])
-        return WriteResult(change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none, reply: try StatusReply(userId: userId, values: reply, offset: 1))
+        return WriteResult(
+            change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
+            reply: try StatusReply(userId: userId, values: reply, offset: 1)
+        )
     }
 
     /// A device connects; returns the change and the device it replaced, if any.
@@ -79,7 +82,10 @@ struct StatusRepository: Sendable {
             [user.status, user.profile, user.devices, user.subscriptions],
             [deviceId, try JSONCoding.string(record)]
         )
-        let result = WriteResult(change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none, reply: try StatusReply(userId: userId, values: reply, offset: 2))
+        let result = WriteResult(
+            change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
+            reply: try StatusReply(userId: userId, values: reply, offset: 2)
+        )
         return (result, DeviceRecord.decode(reply[1]))
     }
 
