@@ -1,0 +1,7 @@
+/// An event from a subscription connection.
+public enum RedisPubSubEvent: Sendable {
+    /// A message published on one of the subscribed channels.
+    case message(channel: String, payload: [UInt8])
+    /// Sent after every successful (re)subscription, so the consumer can resynchronise what it may have missed.
+    case subscribed
+}

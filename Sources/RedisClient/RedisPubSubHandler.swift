@@ -1,0 +1,109 @@
+import Logging
+import NIOCore
+
+/// The channel handler of a subscription connection: on connect it sends AUTH (when configured) and SUBSCRIBE, then
+/// turns pushed `message` arrays into ``RedisPubSubEvent``s. Runs entirely on the channel's event loop.
+///
+/// If the subscription is not confirmed within `setupTimeout`, or Redis answers with an error, the connection is
+/// closed; ``RedisSubscriber`` then reconnects.
+final class RedisPubSubHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let decoder = RedisReplyDecoder()
+    private let channels: [String]
+    private let password: String?
+    private let setupTimeout: TimeAmount
+    private let logger: Logger
+    private let onEvent: @Sendable (RedisPubSubEvent) -> Void
+    /// Replies still to come for commands sent before SUBSCRIBE (AUTH).
+    private var setupRepliesPending = 0
+    private var confirmedChannels = 0
+    private var isSubscribed = false
+    private var setupTimer: Scheduled<Void>?
+
+    init(
+        channels: [String],
+        password: String?,
+        setupTimeout: TimeAmount,
+        logger: Logger,
+        onEvent: @escaping @Sendable (RedisPubSubEvent) -> Void
+    ) {
+        self.channels = channels
+        self.password = password
+        self.setupTimeout = setupTimeout
+        self.logger = logger
+        self.onEvent = onEvent
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        var bytes = context.channel.allocator.buffer(capacity: 64)
+        if let password = self.password {
+            RedisCommandEncoder.encode(["AUTH", password], into: &bytes)
+            self.setupRepliesPending = 1
+        }
+        RedisCommandEncoder.encode(["SUBSCRIBE"] + self.channels, into: &bytes)
+        context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
+        self.setupTimer = context.eventLoop.assumeIsolated().scheduleTask(in: self.setupTimeout) {
+            self.setupTimer = nil
+            if !self.isSubscribed {
+                self.logger.warning("Redis did not confirm the subscription in time, reconnecting")
+                context.close(promise: nil)
+            }
+        }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.setupTimer?.cancel()
+        self.setupTimer = nil
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.decoder.feed(self.unwrapInboundIn(data))
+        do {
+            while context.channel.isActive, let value = try self.decoder.next() {
+                self.handle(value, context: context)
+            }
+        } catch {
+            self.logger.error("Redis subscription connection sent bad data, reconnecting", metadata: ["error": "\(error)"])
+            context.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        self.logger.debug("Redis subscription connection error", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
+    }
+
+    private func handle(_ value: RedisValue, context: ChannelHandlerContext) {
+        if case .error(let message) = value {
+            self.logger.error("Redis refused the subscription, reconnecting", metadata: ["error": "\(message)"])
+            context.close(promise: nil)
+            return
+        }
+        if self.setupRepliesPending > 0 {
+            self.setupRepliesPending -= 1
+            return
+        }
+        guard let items = value.array, items.count >= 3, let kind = items[0].string else {
+            return
+        }
+        switch kind {
+        case "message":
+            self.onEvent(.message(channel: items[1].string ?? "", payload: items[2].bytes ?? []))
+        case "subscribe":
+            self.confirmedChannels += 1
+            if self.confirmedChannels == self.channels.count {
+                self.isSubscribed = true
+                self.setupTimer?.cancel()
+                self.setupTimer = nil
+                self.logger.debug("Subscribed to redis channels", metadata: ["channels": "\(self.channels)"])
+                self.onEvent(.subscribed)
+            }
+        default:
+            break
+        }
+    }
+}

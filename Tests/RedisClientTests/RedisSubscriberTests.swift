@@ -1,0 +1,106 @@
+import RedisClient
+import Testing
+
+@Suite("RedisSubscriber against redis-server", .timeLimit(.minutes(1)))
+struct RedisSubscriberTests {
+    /// Records the events a subscriber hands out.
+    final class Recorder: Sendable {
+        private let events = TestBox<[RedisPubSubEvent]>([])
+
+        func record(_ event: RedisPubSubEvent) {
+            self.events.withLock { $0.append(event) }
+        }
+
+        var subscribedCount: Int {
+            self.events.withLock { events in
+                events.filter { if case .subscribed = $0 { true } else { false } }.count
+            }
+        }
+
+        var messages: [(channel: String, payload: String)] {
+            self.events.withLock { events in
+                events.compactMap { event in
+                    if case .message(let channel, let payload) = event {
+                        return (channel, String(decoding: payload, as: UTF8.self))
+                    }
+                    return nil
+                }
+            }
+        }
+    }
+
+    private func withSubscriber(
+        url: String,
+        channels: [String],
+        _ body: (Recorder) async throws -> Void
+    ) async throws {
+        let recorder = Recorder()
+        let subscriber = RedisSubscriber(
+            configuration: try RedisConfiguration(url: url),
+            channels: channels,
+            logger: testLogger,
+            handler: { recorder.record($0) }
+        )
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await subscriber.run() }
+            defer { group.cancelAll() }
+            try await body(recorder)
+        }
+    }
+
+    @Test func receivesPublishedMessages() async throws {
+        try await withRedisURL { url in
+            let channel = uniqueKey("channel")
+            let other = uniqueKey("other")
+            try await withSubscriber(url: url, channels: [channel, other]) { recorder in
+                #expect(await eventually { recorder.subscribedCount == 1 })
+                try await withTestClient(url: url) { client in
+                    let receivers = try await client.send("PUBLISH", channel, "hello")
+                    #expect(receivers == .integer(1))
+                    #expect(try await client.send("PUBLISH", other, "world") == .integer(1))
+                }
+                #expect(await eventually { recorder.messages.count == 2 })
+                let messages = recorder.messages
+                #expect(messages.first?.channel == channel)
+                #expect(messages.first?.payload == "hello")
+                #expect(messages.last?.channel == other)
+                #expect(messages.last?.payload == "world")
+            }
+        }
+    }
+
+    @Test func resubscribesAfterTheServerKillsTheConnection() async throws {
+        // A private server: CLIENT KILL TYPE pubsub would disturb other tests' subscribers on a shared one.
+        try await withPrivateRedisServer { server in
+            let channel = uniqueKey("channel")
+            try await withSubscriber(url: server.url, channels: [channel]) { recorder in
+                #expect(await eventually { recorder.subscribedCount == 1 })
+                try await withTestClient(url: server.url) { client in
+                    let killed = try await client.send("CLIENT", "KILL", "TYPE", "pubsub")
+                    #expect(killed.int == 1)
+                    #expect(await eventually { recorder.subscribedCount == 2 })
+                    #expect(try await client.send("PUBLISH", channel, "after kill") == .integer(1))
+                    #expect(await eventually { recorder.messages.map(\.payload) == ["after kill"] })
+                }
+            }
+        }
+    }
+
+    @Test func resubscribesAfterARedisRestart() async throws {
+        try await withPrivateRedisServer { server in
+            let channel = uniqueKey("channel")
+            try await withSubscriber(url: server.url, channels: [channel]) { recorder in
+                #expect(await eventually { recorder.subscribedCount == 1 })
+                await server.stop()
+                try await Task.sleep(for: .milliseconds(300))
+                try await server.start()
+                #expect(await eventually { recorder.subscribedCount == 2 })
+                try await withTestClient(url: server.url) { client in
+                    let receivers = try await client.send("PUBLISH", channel, "back")
+                    #expect(receivers == .integer(1))
+                }
+                #expect(await eventually { recorder.messages.map(\.payload) == ["back"] })
+            }
+        }
+    }
+}
