@@ -1,0 +1,70 @@
+import Foundation
+
+/// What the set-up phase created: the app, its API key and one device token per user.
+struct ProvisionedApp: Sendable {
+    let appId: String
+    let apiKey: String
+    let tokens: [String]
+}
+
+/// Creates the loader's app (premium, statusQuery on, a generous rate limit), its users and their tokens, then the
+/// subscriptions (batches of at most 100 ids) and friendships of the ``SocialGraph``, with bounded concurrency.
+struct AppProvisioner: Sendable {
+    let client: SetupClient
+    let graph: SocialGraph
+    let concurrency: Int
+
+    static func userId(_ index: Int) -> String { "u\(index)" }
+
+    /// The app config the loader creates its app with.
+    static func config(subscriptionsPerUser: Int, friendNotify: Bool, multiDeviceSync: Bool) -> [String: Any] {
+        [
+            "plan": "premium",
+            "statusQuery": true,
+            "friendStatusNotify": friendNotify,
+            "multiDeviceSync": multiDeviceSync,
+            "subscriptionLimit": max(200, subscriptionsPerUser),
+            "rateLimit": ["calls": 100_000_000, "windowSeconds": 1],
+            "heartbeatTimeoutSeconds": 3600,
+        ]
+    }
+
+    func provision(appId: String, config: [String: Any]) async throws -> ProvisionedApp {
+        let started = Date()
+        let apiKey = try await client.createApp(appId, config: config)
+        let client = client
+        let graph = graph
+        let tokens = TokenTable(count: graph.userCount)
+        try await forEachConcurrently(graph.userCount, limit: concurrency) { user in
+            let id = Self.userId(user)
+            try await client.putUser(app: appId, apiKey: apiKey, user: id)
+            tokens.set(user, try await client.token(app: appId, apiKey: apiKey, user: id))
+        }
+        Console.line(String(format: "setup: app %@, %d users with tokens (%.1f s)", appId, graph.userCount, Date().timeIntervalSince(started)))
+        let subscriptionCount = graph.subscriptions.reduce(0) { $0 + $1.count }
+        if subscriptionCount > 0 {
+            let phase = Date()
+            try await forEachConcurrently(graph.userCount, limit: concurrency) { user in
+                let targets = graph.subscriptions[user].map { Self.userId(Int($0)) }
+                var start = 0
+                while start < targets.count {
+                    let batch = Array(targets[start..<min(start + 100, targets.count)])
+                    try await client.subscribe(app: appId, apiKey: apiKey, user: Self.userId(user), to: batch)
+                    start += 100
+                }
+            }
+            Console.line(String(format: "setup: %d subscriptions (%.1f s)", subscriptionCount, Date().timeIntervalSince(phase)))
+        }
+        let friendCount = graph.friendsAdded.reduce(0) { $0 + $1.count }
+        if friendCount > 0 {
+            let phase = Date()
+            try await forEachConcurrently(graph.userCount, limit: concurrency) { user in
+                let friends = graph.friendsAdded[user].map { Self.userId(Int($0)) }
+                guard !friends.isEmpty else { return }
+                try await client.addFriends(app: appId, apiKey: apiKey, user: Self.userId(user), friends: friends)
+            }
+            Console.line(String(format: "setup: %d friendships (%.1f s)", friendCount, Date().timeIntervalSince(phase)))
+        }
+        return ProvisionedApp(appId: appId, apiKey: apiKey, tokens: tokens.all())
+    }
+}

@@ -1,0 +1,57 @@
+/// Sends status changes at a target rate: each change is a `setSelfStatus` whose custom status is
+/// `"<seq>:<send time ms>"`, made by a random connected device over its WebSocket, or with `PUT .../status` through
+/// the server API (`--via http`, at most 256 calls in flight).
+struct ChangeDriver: Sendable {
+    let registry: DeviceRegistry
+    let stats: LoadStats
+    let http: HTTPChanges?
+    let node: Int?
+
+    /// The server API target of `--via http`.
+    struct HTTPChanges: Sendable {
+        let client: SetupClient
+        let appId: String
+        let apiKey: String
+    }
+
+    /// Sends `rate` changes per second for `seconds`, paced against a monotonic clock (late ticks are sent at once).
+    func run(rate: Double, seconds: Double, seed: UInt64) async {
+        guard rate > 0 else { return }
+        var generator = SplitMix64(seed: seed)
+        let total = Int(rate * seconds)
+        let start = ContinuousClock.now
+        await withTaskGroup(of: Void.self) { group in
+            var inFlight = 0
+            for index in 0..<total {
+                let deadline = start + .nanoseconds(Int64(Double(index) / rate * 1e9))
+                if deadline > .now { try? await Task.sleep(until: deadline, clock: .continuous) }
+                if Task.isCancelled { break }
+                guard let pick = registry.pick(node: node, using: &generator) else {
+                    stats.recordSkipped()
+                    continue
+                }
+                let sequence = stats.recordSend(expectedPerNode: pick.expectedPerNode)
+                let customStatus = "\(sequence):\(MonotonicClock.epochMs())"
+                if let http {
+                    if inFlight >= 256 {
+                        await group.next()
+                        inFlight -= 1
+                    }
+                    inFlight += 1
+                    let user = AppProvisioner.userId(pick.user)
+                    group.addTask {
+                        do {
+                            try await http.client.setStatus(app: http.appId, apiKey: http.apiKey, user: user, customStatus: customStatus)
+                            stats.recordReply(ok: true)
+                        } catch {
+                            stats.recordReply(ok: false)
+                        }
+                    }
+                } else {
+                    let frame = #"{"id":"\#(sequence)","op":"setSelfStatus","customStatus":"\#(customStatus)"}"#
+                    if case .terminated = pick.commands.yield(.send(frame)) { stats.recordReply(ok: false) }
+                }
+            }
+        }
+    }
+}

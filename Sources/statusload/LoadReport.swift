@@ -1,0 +1,177 @@
+import Foundation
+
+/// The results of a run: printed as a table and as one JSON line (`SUMMARY {...}` or `--json FILE`).
+struct LoadReport: Codable, Sendable {
+    /// One target rate held for the step's duration.
+    struct Step: Codable, Sendable {
+        var via: String
+        var targetRate: Double
+        var seconds: Double
+        var changesSent: Int
+        var changesFailed: Int
+        var changesSkipped: Int
+        var changesPerSecond: Double
+        var eventsExpected: Int
+        var eventsReceived: Int
+        var eventsLost: Int
+        var deliveriesPerSecond: Double
+        var latencyMs: LatencySummary
+        var perNode: [NodeFigures]
+    }
+
+    /// What devices on one node received during a step.
+    struct NodeFigures: Codable, Sendable {
+        var node: Int
+        var eventsExpected: Int
+        var eventsReceived: Int
+        var latencyMs: LatencySummary
+    }
+
+    /// The connect phase.
+    struct Connections: Codable, Sendable {
+        var target: Int
+        var established: Int
+        var failed: Int
+        var seconds: Double
+        var perSecond: Double
+        var connectTimeMs: LatencySummary
+        var droppedDuringRun: Int
+    }
+
+    /// The churn phase.
+    struct Churn: Codable, Sendable {
+        var targetRate: Double
+        var seconds: Double
+        var dropsRequested: Int
+        var reconnects: Int
+        var failures: Int
+        var connectsPerSecond: Double
+        var connectTimeMs: LatencySummary
+    }
+
+    /// The statusd processes' resident memory.
+    struct Memory: Codable, Sendable {
+        var pids: [Int32]
+        var beforeBytes: UInt64?
+        var connectedBytes: UInt64?
+        var afterBytes: UInt64?
+        var perDeviceBytes: Double?
+    }
+
+    var date: String
+    var mode: String
+    var urls: [String]
+    var appId: String
+    var users: Int
+    var devices: Int
+    var subscriptionsPerUser: Int
+    var friendsPerUser: Int
+    var friendStatusNotify: Bool
+    var multiDeviceSync: Bool
+    var setupSeconds: Double
+    var connections: Connections
+    var steps: [Step]
+    var churn: Churn?
+    var memory: Memory
+
+    func printTable() {
+        Console.line("")
+        Console.line(
+            "statusload \(mode) — \(users) users, \(devices) devices on \(urls.count) node(s), \(subscriptionsPerUser) subscriptions/user, "
+                + "\(friendsPerUser) friends/user\(friendStatusNotify ? " (notified)" : ""), multiDeviceSync \(multiDeviceSync ? "on" : "off")"
+        )
+        let connect = connections
+        Console.line(
+            String(
+                format:
+                    "connections: %d/%d established, %d failed in %.1f s (%.0f/s); connect time p50 %.1f ms, p99 %.1f ms; %d dropped by the server",
+                connect.established,
+                connect.target,
+                connect.failed,
+                connect.seconds,
+                connect.perSecond,
+                connect.connectTimeMs.p50,
+                connect.connectTimeMs.p99,
+                connect.droppedDuringRun
+            )
+        )
+        if !steps.isEmpty {
+            Console.line("")
+            Console.line(
+                "| via  | target/s | sent/s | sent  | failed | expected | received | lost | deliveries/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |"
+            )
+            Console.line(
+                "|------|---------:|-------:|------:|-------:|---------:|---------:|-----:|-------------:|-------:|-------:|-------:|---------:|-------:|"
+            )
+            for step in steps {
+                let latency = step.latencyMs
+                Console.line(
+                    "| \(step.via.padding(toLength: 4, withPad: " ", startingAt: 0)) "
+                        + String(
+                            format: "| %8.0f | %6.1f | %5d | %6d | %8d | %8d | %4d | %12.0f | %6.2f | %6.2f | %6.2f | %8.2f | %6.2f |",
+                            step.targetRate,
+                            step.changesPerSecond,
+                            step.changesSent,
+                            step.changesFailed,
+                            step.eventsExpected,
+                            step.eventsReceived,
+                            step.eventsLost,
+                            step.deliveriesPerSecond,
+                            latency.p50,
+                            latency.p90,
+                            latency.p99,
+                            latency.p999,
+                            latency.max
+                        )
+                )
+            }
+            if urls.count > 1 {
+                for step in steps {
+                    for node in step.perNode {
+                        Console.line(
+                            String(
+                                format: "  rate %.0f/s, devices on node %d: %d/%d events, p50 %.2f ms, p99 %.2f ms",
+                                step.targetRate,
+                                node.node,
+                                node.eventsReceived,
+                                node.eventsExpected,
+                                node.latencyMs.p50,
+                                node.latencyMs.p99
+                            )
+                        )
+                    }
+                }
+            }
+        }
+        if let churn {
+            Console.line(
+                String(
+                    format:
+                        "churn: %d drops requested (target %.0f/s), %d reconnects (%.1f connects/s), %d failed; connect time p50 %.1f ms, p99 %.1f ms",
+                    churn.dropsRequested,
+                    churn.targetRate,
+                    churn.reconnects,
+                    churn.connectsPerSecond,
+                    churn.failures,
+                    churn.connectTimeMs.p50,
+                    churn.connectTimeMs.p99
+                )
+            )
+        }
+        if let before = memory.beforeBytes {
+            var line = "statusd RSS (pid \(memory.pids.map(String.init).joined(separator: "+"))): before " + Self.mib(before)
+            if let connected = memory.connectedBytes { line += ", all connected " + Self.mib(connected) }
+            if let after = memory.afterBytes { line += ", at the end " + Self.mib(after) }
+            if let perDevice = memory.perDeviceBytes { line += String(format: "; %.1f KiB per device", perDevice / 1024) }
+            Console.line(line)
+        }
+    }
+
+    func jsonLine() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+    }
+
+    static func mib(_ bytes: UInt64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+}

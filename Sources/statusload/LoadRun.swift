@@ -1,0 +1,206 @@
+import Foundation
+import Logging
+
+/// One run of the load generator: set-up over HTTP, the connect phase (bounded concurrency and time), then the steps
+/// (target change rates, with optional churn) or the idle hold, the report, and the teardown.
+struct LoadRun: Sendable {
+    let plan: LoadPlan
+
+    func run() async throws -> LoadReport {
+        let plan = plan
+        let graph = SocialGraph(
+            userCount: plan.users,
+            subscriptionsPerUser: plan.subscriptions,
+            friendsPerUser: plan.friends,
+            friendNotify: plan.friendNotify,
+            seed: plan.seed
+        )
+        let client = SetupClient(baseURL: plan.urls[0], adminKey: plan.adminKey, maxConnections: max(plan.setupConcurrency, 8))
+        let setupStart = ContinuousClock.now
+        let app = try await AppProvisioner(client: client, graph: graph, concurrency: plan.setupConcurrency).provision(
+            appId: plan.appId,
+            config: AppProvisioner.config(
+                subscriptionsPerUser: plan.subscriptions,
+                friendNotify: plan.friendNotify,
+                multiDeviceSync: plan.multiDeviceSync
+            )
+        )
+        let setupSeconds = Self.seconds(since: setupStart)
+        Self.armWatchdog(plan)
+        let registry = DeviceRegistry(deviceCount: plan.devices, nodeCount: plan.urls.count, graph: graph, multiDeviceSync: plan.multiDeviceSync)
+        let stats = LoadStats(nodeCount: plan.urls.count)
+        var logger = Logger(label: "statusload")
+        logger.logLevel = .critical
+        let runner = DeviceRunner(connectURLs: plan.connectURLs, tokens: app.tokens, registry: registry, stats: stats, logger: logger)
+        let progress = ProgressReporter(registry: registry, stats: stats, pids: plan.pids)
+        var memory = LoadReport.Memory(pids: plan.pids, beforeBytes: ProcessMemory.residentBytes(pids: plan.pids))
+
+        let report = await withDiscardingTaskGroup { group -> LoadReport in
+            group.addTask { await progress.run() }
+            // Connect phase: at most connectConcurrency first attempts in flight, within connectTimeout.
+            progress.enter("connecting")
+            let connectStart = ContinuousClock.now
+            let connectDeadline = connectStart + .milliseconds(Int64(plan.connectTimeout * 1000))
+            var launched = 0
+            while launched < plan.devices && ContinuousClock.now < connectDeadline {
+                if registry.pendingFirstAttempts >= plan.connectConcurrency {
+                    try? await Task.sleep(for: .milliseconds(2))
+                    continue
+                }
+                let device = launched
+                registry.beginFirstAttempt()
+                group.addTask { await runner.run(device: device) }
+                launched += 1
+            }
+            while registry.pendingFirstAttempts > 0 && ContinuousClock.now < connectDeadline {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            let connectSeconds = Self.seconds(since: connectStart)
+            let afterConnect = stats.snapshot()
+            // Let the connect storm's events settle before measuring.
+            try? await Task.sleep(for: .seconds(1))
+            memory.connectedBytes = ProcessMemory.residentBytes(pids: plan.pids)
+
+            var steps: [LoadReport.Step] = []
+            var churn: LoadReport.Churn?
+            if plan.idle || (plan.rates.isEmpty && plan.churn == 0) {
+                progress.enter("holding")
+                try? await Task.sleep(for: .milliseconds(Int64(plan.duration * 1000)))
+            } else {
+                let driver = ChangeDriver(
+                    registry: registry,
+                    stats: stats,
+                    http: plan.viaHTTP ? ChangeDriver.HTTPChanges(client: client, appId: app.appId, apiKey: app.apiKey) : nil,
+                    node: plan.changesOnNode
+                )
+                let churnDriver = ChurnDriver(registry: registry, stats: stats)
+                let stepRates = plan.rates.isEmpty ? [0] : plan.rates
+                let churnStart = stats.snapshot()
+                let churnClock = ContinuousClock.now
+                for (index, rate) in stepRates.enumerated() {
+                    progress.enter(rate > 0 ? "rate \(Int(rate))/s" : "churn")
+                    stats.beginStep()
+                    let stepStart = ContinuousClock.now
+                    await withDiscardingTaskGroup { step in
+                        step.addTask { await driver.run(rate: rate, seconds: plan.duration, seed: plan.seed &+ UInt64(index)) }
+                        step.addTask { await churnDriver.run(rate: plan.churn, seconds: plan.duration, seed: plan.seed &+ UInt64(index)) }
+                    }
+                    let sendSeconds = Self.seconds(since: stepStart)
+                    progress.enter("draining")
+                    let drainDeadline = ContinuousClock.now + .milliseconds(Int64(plan.drain * 1000))
+                    while ContinuousClock.now < drainDeadline {
+                        let now = stats.snapshot()
+                        if now.receivedTotal >= now.expectedTotal && now.changesAcked + now.changesFailed >= now.changesSent { break }
+                        try? await Task.sleep(for: .milliseconds(50))
+                    }
+                    let result = stats.snapshot()
+                    if rate > 0 {
+                        steps.append(Self.step(result, via: plan.viaHTTP ? "http" : "ws", rate: rate, seconds: sendSeconds))
+                    }
+                    if let limit = plan.stopP99Ms, let last = steps.last, last.latencyMs.p99 > limit, index < stepRates.count - 1 {
+                        Console.line(String(format: "p99 %.2f ms > %.0f ms at %.0f changes/s: not stepping further", last.latencyMs.p99, limit, rate))
+                        break
+                    }
+                }
+                if plan.churn > 0 {
+                    let end = stats.snapshot()
+                    let seconds = Self.seconds(since: churnClock)
+                    churn = LoadReport.Churn(
+                        targetRate: plan.churn,
+                        seconds: seconds,
+                        dropsRequested: end.churnRequested - churnStart.churnRequested,
+                        reconnects: end.connects - churnStart.connects,
+                        failures: end.connectFailures - churnStart.connectFailures,
+                        connectsPerSecond: Double(end.connects - churnStart.connects) / max(seconds, 0.001),
+                        connectTimeMs: LatencySummary(end.connectTime)
+                    )
+                }
+            }
+            memory.afterBytes = ProcessMemory.residentBytes(pids: plan.pids)
+            if let before = memory.beforeBytes, let after = memory.connectedBytes, afterConnect.connects > 0 {
+                memory.perDeviceBytes = (Double(after) - Double(before)) / Double(afterConnect.connects)
+            }
+            let final = stats.snapshot()
+            let report = LoadReport(
+                date: ISO8601DateFormatter().string(from: Date()),
+                mode: plan.mode,
+                urls: plan.urls,
+                appId: app.appId,
+                users: plan.users,
+                devices: plan.devices,
+                subscriptionsPerUser: plan.subscriptions,
+                friendsPerUser: plan.friends,
+                friendStatusNotify: plan.friendNotify,
+                multiDeviceSync: plan.multiDeviceSync,
+                setupSeconds: setupSeconds,
+                connections: LoadReport.Connections(
+                    target: plan.devices,
+                    established: afterConnect.connects,
+                    failed: afterConnect.connectFailures + (plan.devices - launched),
+                    seconds: connectSeconds,
+                    perSecond: Double(afterConnect.connects) / max(connectSeconds, 0.001),
+                    connectTimeMs: LatencySummary(afterConnect.connectTime),
+                    droppedDuringRun: final.drops
+                ),
+                steps: steps,
+                churn: churn,
+                memory: memory
+            )
+            progress.stop()
+            report.printTable()
+            // Teardown: every device closes; whatever has not closed after 20 s is cancelled.
+            registry.stop()
+            let closeDeadline = ContinuousClock.now + .seconds(20)
+            while registry.connectedCount > 0 && ContinuousClock.now < closeDeadline {
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            group.cancelAll()
+            return report
+        }
+        if !plan.keepApp {
+            try? await client.deleteApp(app.appId)
+        }
+        return report
+    }
+
+    /// Last resort against a hung teardown: exits the process once the run has had all its time plus two minutes.
+    static func armWatchdog(_ plan: LoadPlan) {
+        let steps = Double(max(plan.rates.count, 1))
+        let limit = plan.connectTimeout + steps * (plan.duration + plan.drain + 2) + 120
+        DispatchQueue.global().asyncAfter(deadline: .now() + limit) {
+            Console.line("statusload: watchdog: the run exceeded \(Int(limit)) s, exiting")
+            exit(3)
+        }
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    static func step(_ snapshot: LoadStats.Snapshot, via: String, rate: Double, seconds: Double) -> LoadReport.Step {
+        let perNode = (0..<snapshot.expected.count).map { node in
+            LoadReport.NodeFigures(
+                node: node,
+                eventsExpected: snapshot.expected[node],
+                eventsReceived: snapshot.received[node],
+                latencyMs: LatencySummary(snapshot.latencyPerNode[node])
+            )
+        }
+        return LoadReport.Step(
+            via: via,
+            targetRate: rate,
+            seconds: seconds,
+            changesSent: snapshot.changesSent,
+            changesFailed: snapshot.changesFailed,
+            changesSkipped: snapshot.changesSkipped,
+            changesPerSecond: Double(snapshot.changesSent) / max(seconds, 0.001),
+            eventsExpected: snapshot.expectedTotal,
+            eventsReceived: snapshot.receivedTotal,
+            eventsLost: max(snapshot.expectedTotal - snapshot.receivedTotal, 0),
+            deliveriesPerSecond: Double(snapshot.receivedTotal) / max(seconds, 0.001),
+            latencyMs: LatencySummary(snapshot.latency),
+            perNode: perNode
+        )
+    }
+}
