@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import RedisClient
 
 /// The private `redis-server` statusd starts when no Redis URL is given: on a unix socket only (no TCP port), with
 /// its data (AOF on) in the data directory, stopped when statusd exits.
@@ -43,10 +44,18 @@ final class EmbeddedRedis: Sendable {
         throw EmbeddedRedisError(message: "private redis-server did not start")
     }
 
-    /// Stops the child (SIGTERM; Redis flushes its AOF on the way out).
-    func stop() {
+    /// Stops the child with `SHUTDOWN` (Redis flushes its AOF on the way out); SIGKILL if it is still there after 5 s.
+    /// (A child started by `Process` may inherit a signal mask that blocks SIGTERM, so the command is the reliable way.)
+    func stop(logger: Logger) async {
+        guard process.isRunning else { return }
+        let client = RedisClient(configuration: RedisConfiguration(endpoint: .unixSocket(path: socketPath)), logger: logger)
+        _ = try? await client.send("SHUTDOWN")
+        await client.close()
+        for _ in 0..<100 where process.isRunning {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
         if process.isRunning {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
     }

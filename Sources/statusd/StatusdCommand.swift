@@ -31,6 +31,9 @@ struct StatusdCommand: AsyncParsableCommand {
     @Option(help: "This node's id (env STATUSD_NODE_ID); random when absent.")
     var nodeId: String?
 
+    @Option(help: "Seconds a node's lease lasts; survivors file a silent node's devices after it (env STATUSD_LEASE_SECONDS).")
+    var leaseSeconds: Int = Int(ProcessInfo.processInfo.environment["STATUSD_LEASE_SECONDS"] ?? "") ?? 15
+
     @Option(help: "Data directory of the private redis-server (env STATUSD_DATA_DIR).")
     var dataDir: String = ProcessInfo.processInfo.environment["STATUSD_DATA_DIR"] ?? "./statusd-data"
 
@@ -54,15 +57,21 @@ struct StatusdCommand: AsyncParsableCommand {
             embedded = child
             redis = RedisConfiguration(endpoint: .unixSocket(path: child.socketPath))
         }
-        defer { embedded?.stop() }
         var configuration = ServerConfiguration(host: host, port: port, redis: redis, adminKey: key)
         if let nodeId { configuration.nodeId = nodeId }
+        configuration.nodeLeaseSeconds = max(2, leaseSeconds)
         if adminKey == nil {
             print("statusd admin key: \(key)")
         }
         logger.info("starting statusd", metadata: ["node": "\(configuration.nodeId)", "address": "\(host):\(port)"])
-        let app = try buildApplication(configuration: configuration, logger: logger)
-        try await app.runService()
+        do {
+            let app = try buildApplication(configuration: configuration, logger: logger)
+            try await app.runService()
+        } catch {
+            await embedded?.stop(logger: logger)
+            throw error
+        }
+        await embedded?.stop(logger: logger)
     }
 
     private static func generatedKey() -> String {

@@ -11,6 +11,11 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch {
             let mapped = Self.statusError(for: error)
+            switch mapped.code {
+            case .rateLimited: Metrics.rateLimited.increment()
+            case .unavailable: Metrics.redisErrors.increment()
+            default: break
+            }
             if mapped.code == .internalError {
                 context.logger.error("request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
             }

@@ -1,9 +1,11 @@
 import Hummingbird
+import Prometheus
 import StatusCore
 
-/// SPEC §9: `/healthz` (process up) and `/readyz` (Redis reachable).
+/// SPEC §9: `/healthz` (process up), `/readyz` (Redis reachable) and `/metrics` (Prometheus text).
 struct HealthRoutes: Sendable {
     let services: ServerServices
+    let registry: PrometheusCollectorRegistry
 
     /// The health answer.
     struct Health: Encodable, Sendable {
@@ -13,6 +15,13 @@ struct HealthRoutes: Sendable {
     func register(on router: Router<some RequestContext>) {
         router.get("healthz") { _, _ in
             JSONResponse(Health(status: "ok"))
+        }
+        router.get("metrics") { _, _ in
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer()))
+            )
         }
         router.get("readyz") { _, _ in
             do {

@@ -75,7 +75,8 @@ struct DeviceGateway: Sendable {
             deviceId: parameters.deviceId,
             platform: parameters.platform,
             scope: parameters.scope,
-            queueLimit: services.configuration.sessionQueueLimit
+            queueLimit: services.configuration.sessionQueueLimit,
+            dropConnection: { channel.close(promise: nil) }
         )
         try? await channel.pipeline.addHandler(ActivityHandler(session: session), position: .first).get()
         if index.add(session) {

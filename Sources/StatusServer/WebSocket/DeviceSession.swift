@@ -34,8 +34,20 @@ final class DeviceSession: Sendable {
     private let continuation: AsyncStream<Outbound>.Continuation
     private let lastActivity: Atomic<Int64>
     private let ending = Mutex<Ending?>(nil)
+    private let dropConnection: @Sendable () -> Void
 
-    init(appId: String, userId: String, deviceId: String, platform: Platform, scope: PresenceScope, queueLimit: Int) {
+    /// Creates a session; `dropConnection` closes the socket at once, without a close handshake (for a device that does
+    /// not read, whose socket buffer is full).
+    init(
+        appId: String,
+        userId: String,
+        deviceId: String,
+        platform: Platform,
+        scope: PresenceScope,
+        queueLimit: Int,
+        dropConnection: @escaping @Sendable () -> Void
+    ) {
+        self.dropConnection = dropConnection
         self.connectionId = UUID().uuidString
         self.appId = appId
         self.userId = userId
@@ -65,7 +77,9 @@ final class DeviceSession: Sendable {
             current = reason
             return true
         }
-        if first { continuation.finish() }
+        guard first else { return }
+        continuation.finish()
+        if reason == .tooSlow { dropConnection() }
     }
 
     /// Sends a `kicked` event, then closes; the device is already removed in Redis.

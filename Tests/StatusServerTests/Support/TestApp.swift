@@ -79,12 +79,14 @@ let premiumConfig: JSONValue = .object(["plan": .string("premium"), "statusQuery
 /// or live (`.live`, real HTTP and WebSocket on a free port).
 func withStatusd<Value>(
     _ mode: TestingSetup = .router,
+    adminKey: String = "admin-" + UUID().uuidString,
+    configure: (inout ServerConfiguration) -> Void = { _ in },
     _ body: @Sendable (APIClient) async throws -> Value
 ) async throws -> Value {
-    let adminKey = "admin-" + UUID().uuidString
     var logger = Logger(label: "statusd-test")
     logger.logLevel = .warning
-    let configuration = ServerConfiguration(host: "127.0.0.1", port: 0, redis: try TestRedis.configuration, adminKey: adminKey)
+    var configuration = ServerConfiguration(host: "127.0.0.1", port: 0, redis: try TestRedis.configuration, adminKey: adminKey)
+    configure(&configuration)
     let app = try buildApplication(configuration: configuration, logger: logger)
     return try await app.test(mode) { client in
         try await body(APIClient(client: client, adminKey: adminKey))

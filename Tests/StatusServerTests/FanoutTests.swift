@@ -1,0 +1,137 @@
+import Foundation
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §6: who receives `onUserStatusChanged`, over real WebSockets.
+@Suite struct FanoutTests {
+    /// Connects `watcher` (with `presence`) and `alice`, lets alice change her status, and returns what the watcher got.
+    private func eventsSeen(
+        config: JSONValue,
+        presence: String? = nil,
+        setup: @Sendable (APIClient) async throws -> Void = { _ in }
+    ) async throws -> [JSONValue] {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: config)
+            try await app.createUsers(["alice", "watcher"])
+            _ = try await app.call(.put, "/users/alice", ["role": "moderator"])
+            try await setup(app)
+            let port = api.client.port!
+            return try await app.withDevice(port: port, userId: "watcher", DeviceOptions(deviceId: "w1", presence: presence)) { watcher, _ in
+                try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "a1")) { alice, _ in
+                    _ = try await alice.request("setSelfStatus", ["customStatus": "hello"])
+                }
+                return try await watcher.statusEvents(of: "alice", settle: .milliseconds(600))
+            }
+        }
+    }
+
+    private let premium: JSONValue = ["plan": "premium", "statusQuery": true]
+
+    @Test func subscribersHearEveryChangeOnce() async throws {
+        let events = try await eventsSeen(config: premium) { app in
+            _ = try await app.call(.post, "/users/watcher/subscriptions", ["userIds": ["alice"]])
+        }
+        // online, custom status, offline (with the custom status cleared): three changes, three events.
+        #expect(events.map { $0["statusType"].string } == ["online", "online", "offline"])
+        #expect(events.map { $0["version"].int } == [1, 2, 3])
+        #expect(events[1]["customStatus"].string == "hello")
+    }
+
+    @Test func subscribersHearNothingOnBasicPlanOrWithTheSwitchOff() async throws {
+        for config: JSONValue in [["plan": "basic"], ["plan": "premium", "statusQuery": false]] {
+            let events = try await eventsSeen(config: config) { app in
+                // The subscription is stored while the feature was on, then the feature goes off.
+                _ = try await app.admin(.patch, "/v1/apps/\(app.appId)/config", ["plan": "premium", "statusQuery": true])
+                _ = try await app.call(.post, "/users/watcher/subscriptions", ["userIds": ["alice"]])
+                _ = try await app.admin(.patch, "/v1/apps/\(app.appId)/config", config)
+            }
+            #expect(events.isEmpty)
+        }
+    }
+
+    @Test func friendsHearChangesOnlyWithFriendStatusNotify() async throws {
+        let befriend: @Sendable (APIClient) async throws -> Void = { app in
+            _ = try await app.call(.put, "/users/alice/friends", ["userIds": ["watcher"]])
+        }
+        let on = try await eventsSeen(config: ["plan": "premium", "friendStatusNotify": true], setup: befriend)
+        #expect(on.count == 3)
+        let off = try await eventsSeen(config: ["plan": "premium", "statusQuery": true], setup: befriend)
+        #expect(off.isEmpty)
+        let basic = try await eventsSeen(config: ["plan": "basic", "friendStatusNotify": true], setup: befriend)
+        #expect(basic.isEmpty)
+    }
+
+    @Test func presenceScopesAllFriendsAndRoles() async throws {
+        #expect(try await eventsSeen(config: premium, presence: "all").count == 3)
+        #expect(try await eventsSeen(config: premium, presence: "roles:admin,moderator").count == 3)
+        #expect(try await eventsSeen(config: premium, presence: "roles:admin").isEmpty)
+        #expect(try await eventsSeen(config: premium, presence: "friends").isEmpty)
+        let friends = try await eventsSeen(config: premium, presence: "friends") { app in
+            _ = try await app.call(.put, "/users/watcher/friends", ["userIds": ["alice"]])
+        }
+        #expect(friends.count == 3)
+        // Scopes need premium + statusQuery.
+        #expect(try await eventsSeen(config: ["plan": "premium"], presence: "all").isEmpty)
+    }
+
+    @Test func blocksStopEventsInBothDirections() async throws {
+        for (blocker, blocked) in [("alice", "watcher"), ("watcher", "alice")] {
+            let events = try await eventsSeen(config: premium, presence: "all") { app in
+                _ = try await app.call(.post, "/users/watcher/subscriptions", ["userIds": ["alice"]])
+                _ = try await app.call(.put, "/users/\(blocker)/blocks", ["userIds": [.string(blocked)]])
+            }
+            #expect(events.isEmpty, "blocker \(blocker)")
+        }
+    }
+
+    @Test func eachDeviceHearsAChangeOnceWhenSeveralRulesMatch() async throws {
+        let events = try await eventsSeen(config: ["plan": "premium", "statusQuery": true, "friendStatusNotify": true], presence: "all") { app in
+            _ = try await app.call(.post, "/users/watcher/subscriptions", ["userIds": ["alice"]])
+            _ = try await app.call(.put, "/users/watcher/friends", ["userIds": ["alice"]])
+        }
+        #expect(events.map { $0["version"].int } == [1, 2, 3])
+    }
+
+    @Test func ownDevicesHearChangesOnlyWithMultiDeviceSync() async throws {
+        for sync in [true, false] {
+            try await withStatusd(.live) { api in
+                let app = try await api.createApp(config: ["multiDeviceSync": .bool(sync)])
+                try await app.createUsers(["alice"])
+                let port = api.client.port!
+                try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { phone, _ in
+                    try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "laptop")) { laptop, _ in
+                        _ = try await phone.statusEvents(of: "alice", settle: .milliseconds(300))
+                        _ = try await laptop.statusEvents(of: "alice", settle: .milliseconds(0))
+                        _ = try await laptop.request("setSelfStatus", ["customStatus": "from laptop"])
+                        let phoneEvents = try await phone.statusEvents(of: "alice")
+                        let laptopEvents = try await laptop.statusEvents(of: "alice", settle: .milliseconds(0))
+                        #expect(phoneEvents.count == (sync ? 1 : 0))
+                        #expect(laptopEvents.count == (sync ? 1 : 0))
+                        if sync { #expect(phoneEvents.first?["customStatus"].string == "from laptop") }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func subscriptionChangesReachTheIndexAtOnce() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "watcher"])
+            let port = api.client.port!
+            try await app.withDevice(port: port, userId: "watcher", DeviceOptions(deviceId: "w1")) { watcher, _ in
+                // Subscribed through the server API while the device is connected.
+                _ = try await app.call(.post, "/users/watcher/subscriptions", ["userIds": ["alice"]])
+                try await Task.sleep(for: .milliseconds(200))
+                _ = try await app.call(.put, "/users/alice/status", ["customStatus": "one"])
+                #expect(try await watcher.nextStatus(of: "alice")["customStatus"].string == "one")
+                _ = try await app.call(.delete, "/users/watcher/subscriptions", .object([:]))
+                try await Task.sleep(for: .milliseconds(200))
+                _ = try await app.call(.put, "/users/alice/status", ["customStatus": "two"])
+                #expect(try await watcher.statusEvents(of: "alice").isEmpty)
+            }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A second statusd node run as a real child process (the `statusd` executable this package builds), so that it can
+/// be killed with SIGKILL like a crashed node.
+final class ChildNode: Sendable {
+    let port: Int
+    private let process: Process
+
+    /// Starts `.build/debug/statusd` on a free port against the test Redis, and waits until `/healthz` answers.
+    init(adminKey: String, nodeId: String, leaseSeconds: Int = 3) async throws {
+        let binary = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/statusd")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw TestAppError(message: "\(binary.path) is missing: build the package first (scripts/test does)")
+        }
+        let port = try Self.freePort()
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = [
+            "--port", String(port), "--redis-url", TestRedis.url, "--admin-key", adminKey, "--node-id", nodeId,
+            "--lease-seconds", String(leaseSeconds), "--log-level", "error",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        self.port = port
+        self.process = process
+        for _ in 0..<200 {
+            if (try? await Self.get("http://127.0.0.1:\(port)/healthz")) == 200 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        kill(process.processIdentifier, SIGKILL)
+        throw TestAppError(message: "child statusd did not start")
+    }
+
+    /// Kills the node like a crash: no graceful shutdown, no cleanup.
+    func crash() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    private static func get(_ url: String) async throws -> Int {
+        let (_, response) = try await URLSession.shared.data(from: URL(string: url)!)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
+    }
+
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw TestAppError(message: "no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

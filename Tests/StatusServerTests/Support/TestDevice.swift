@@ -1,0 +1,173 @@
+import Foundation
+import Hummingbird
+import HummingbirdWSClient
+import Logging
+import NIOCore
+import StatusCore
+import Synchronization
+
+/// A device connected to a live statusd over a real WebSocket, recording every frame it receives.
+final class TestDevice: Sendable {
+    private let received = Mutex<[JSONValue]>([])
+    private let writer = Mutex<WebSocketOutboundWriter?>(nil)
+    private let closed = Atomic<Bool>(false)
+    private let counter = Atomic<Int>(0)
+
+    /// Sends a JSON frame.
+    func send(_ frame: JSONValue) async throws {
+        guard let writer = writer.withLock({ $0 }) else { throw TestAppError(message: "device not connected") }
+        try await writer.writeTextMessage(String(decoding: try JSONEncoder().encode(frame), as: UTF8.self))
+    }
+
+    /// Sends a raw text frame.
+    func sendRaw(_ text: String) async throws {
+        guard let writer = writer.withLock({ $0 }) else { throw TestAppError(message: "device not connected") }
+        try await writer.writeTextMessage(text)
+    }
+
+    /// Sends a request `{"id", "op", ...}` and waits for the reply with that id (events received meanwhile are kept).
+    func request(_ op: String, _ fields: [String: JSONValue] = [:], timeout: Duration = .seconds(3)) async throws -> JSONValue {
+        let id = "r\(counter.wrappingAdd(1, ordering: .relaxed).newValue)"
+        var frame = fields
+        frame["id"] = .string(id)
+        frame["op"] = .string(op)
+        try await send(.object(frame))
+        return try await next(timeout: timeout) { $0["id"].string == id }
+    }
+
+    /// Waits for (and removes) the first received frame matching `predicate`.
+    func next(timeout: Duration = .seconds(3), where predicate: @escaping (JSONValue) -> Bool = { _ in true }) async throws -> JSONValue {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let found = received.withLock { frames -> JSONValue? in
+                guard let index = frames.firstIndex(where: predicate) else { return nil }
+                return frames.remove(at: index)
+            }
+            if let found { return found }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw TestAppError(message: "no matching frame within \(timeout); have \(received.withLock { $0 })")
+    }
+
+    /// Waits for the next `onUserStatusChanged` about `userId` and returns its status object.
+    func nextStatus(of userId: String, timeout: Duration = .seconds(3)) async throws -> JSONValue {
+        let event = try await next(timeout: timeout) { frame in
+            frame["event"].string == "onUserStatusChanged" && frame["statuses"][0]["userId"].string == userId
+        }
+        return event["statuses"][0]
+    }
+
+    /// The status events about `userId` received so far (removing them), after waiting `settle`.
+    func statusEvents(of userId: String, settle: Duration = .milliseconds(400)) async throws -> [JSONValue] {
+        try await Task.sleep(for: settle)
+        return received.withLock { frames in
+            let matching = frames.filter { $0["event"].string == "onUserStatusChanged" && $0["statuses"][0]["userId"].string == userId }
+            frames.removeAll { $0["event"].string == "onUserStatusChanged" && $0["statuses"][0]["userId"].string == userId }
+            return matching.map { $0["statuses"][0] }
+        }
+    }
+
+    /// Whether the server closed the socket.
+    var isClosed: Bool { closed.load(ordering: .relaxed) }
+
+    /// Waits until the server closes the socket.
+    func waitClosed(timeout: Duration = .seconds(3)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !isClosed {
+            guard ContinuousClock.now < deadline else { throw TestAppError(message: "socket still open after \(timeout)") }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Closes the socket from the client side.
+    func close() async {
+        try? await writer.withLock { $0 }?.close(.normalClosure, reason: nil)
+    }
+
+    fileprivate func attach(_ outbound: WebSocketOutboundWriter) {
+        writer.withLock { $0 = outbound }
+    }
+
+    fileprivate func record(_ text: String) {
+        let frame = (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .string(text)
+        received.withLock { $0.append(frame) }
+    }
+
+    fileprivate func markClosed() {
+        closed.store(true, ordering: .relaxed)
+    }
+
+    fileprivate var isAttached: Bool { writer.withLock { $0 != nil } }
+}
+
+/// How a test device connects.
+struct DeviceOptions {
+    var deviceId: String
+    var platform = "web"
+    var presence: String?
+    /// Put the token in the query (`?token=`) instead of the Authorization header.
+    var tokenInQuery = false
+    /// Keep reading (false simulates a device that stops reading its socket).
+    var reads = true
+}
+
+extension APIClient {
+    /// A user token minted through the server API.
+    func token(for userId: String, ttlSeconds: Int = 3600) async throws -> String {
+        let response = try await call(.post, "/users/\(userId)/tokens", ["ttlSeconds": .int(Int64(ttlSeconds))])
+        guard let token = response.body["token"].string else { throw TestAppError(message: "token minting failed: \(response.body)") }
+        return token
+    }
+
+    /// Connects a device of `userId` to the live server on `port`, waits for `welcome`, runs `body`, then closes.
+    func withDevice<Value: Sendable>(
+        port: Int,
+        userId: String,
+        _ options: DeviceOptions,
+        _ body: @Sendable (TestDevice, JSONValue) async throws -> Value
+    ) async throws -> Value {
+        let token = try await token(for: userId)
+        var query = "deviceId=\(options.deviceId)&platform=\(options.platform)"
+        if let presence = options.presence { query += "&presence=\(presence)" }
+        var headers: HTTPFields = [:]
+        if options.tokenInQuery { query += "&token=\(token)" } else { headers[.authorization] = "Bearer \(token)" }
+        let url = "ws://127.0.0.1:\(port)/v1/connect?\(query)"
+        let device = TestDevice()
+        var logger = Logger(label: "test-device")
+        logger.logLevel = .critical
+        let reads = options.reads
+        return try await withThrowingTaskGroup(of: Value?.self) { group in
+            group.addTask {
+                _ = try? await WebSocketClient.connect(
+                    url: url,
+                    configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: headers),
+                    logger: logger
+                ) { inbound, outbound, _ in
+                    device.attach(outbound)
+                    if !reads {
+                        try await Task.sleep(for: .seconds(30))
+                        return
+                    }
+                    for try await message in inbound.messages(maxSize: 1 << 20) {
+                        if case .text(let text) = message { device.record(text) }
+                    }
+                }
+                device.markClosed()
+                return nil
+            }
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !device.isAttached && !device.isClosed && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            guard device.isAttached else {
+                group.cancelAll()
+                throw TestAppError(message: "device \(options.deviceId) of \(userId) could not connect")
+            }
+            let welcome = reads ? try await device.next { $0["event"].string == "welcome" } : .null
+            let value = try await body(device, welcome)
+            await device.close()
+            group.cancelAll()
+            return value
+        }
+    }
+}
