@@ -7,7 +7,8 @@ import Testing
 /// ARCHITECTURE "Fan-out": a device that stops reading has its queue capped and is disconnected (counted as gone).
 @Suite struct SlowConsumerTests {
     @Test func aDeviceThatStopsReadingIsDisconnectedAndGoesOffline() async throws {
-        try await withStatusd(.live, configure: { $0.sessionQueueLimit = 8 }) { api in
+        let smallQueues: (inout ServerConfiguration) -> Void = { $0.sessionQueueLimit = 8 }
+        try await withStatusd(.live, configure: smallQueues) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["alice", "slow"])
             // Fat events: alice has many devices with long ids.
