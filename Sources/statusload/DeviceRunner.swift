@@ -16,6 +16,19 @@ struct DeviceRunner: Sendable {
     final class Attempt: Sendable {
         let welcomed = Atomic<Bool>(false)
         let dropRequested = Atomic<Bool>(false)
+        /// Whether this is the device's first attempt, which the connect phase waits for.
+        let first: Bool
+        private let firstEnded = Atomic<Bool>(false)
+
+        init(first: Bool) {
+            self.first = first
+        }
+
+        /// Tells the registry the first attempt is over (welcome or failure), once.
+        func endFirst(_ registry: DeviceRegistry) {
+            guard first, firstEnded.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+            registry.endFirstAttempt()
+        }
     }
 
     static let configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20, closeTimeout: .seconds(2))
@@ -28,7 +41,7 @@ struct DeviceRunner: Sendable {
         let url = "\(connectURLs[node])?deviceId=d\(device)&platform=web&token=\(tokens[user])"
         var firstAttempt = true
         while !registry.isStopping {
-            let attempt = Attempt()
+            let attempt = Attempt(first: firstAttempt)
             let started = MonotonicClock.nanos()
             let (commands, continuation) = AsyncStream.makeStream(of: DeviceCommand.self)
             do {
@@ -66,10 +79,8 @@ struct DeviceRunner: Sendable {
             continuation.finish()
             let welcomed = attempt.welcomed.load(ordering: .relaxed)
             if !welcomed { stats.recordConnectFailure() }
-            if firstAttempt {
-                registry.endFirstAttempt()
-                firstAttempt = false
-            }
+            attempt.endFirst(registry)
+            firstAttempt = false
             if registry.isStopping || !welcomed { return }
             if !attempt.dropRequested.load(ordering: .relaxed) {
                 stats.recordDrop()
@@ -95,7 +106,9 @@ struct DeviceRunner: Sendable {
             case .welcome:
                 attempt.welcomed.store(true, ordering: .relaxed)
                 stats.recordConnect(nanos: MonotonicClock.nanos() &- started)
-                guard registry.connected(device, commands: commands) else { return }
+                let registered = registry.connected(device, commands: commands)
+                attempt.endFirst(registry)
+                guard registered else { return }
             case .statusChanged(let target, let version, let change):
                 if target == user {
                     // Own devices also hear about onlineDevices-only changes, which repeat the version.
