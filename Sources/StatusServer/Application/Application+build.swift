@@ -31,7 +31,8 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
         redis,
         ScriptPreloader(redis: redis, scripts: services.scripts, logger: logger),
         fanout,
-        HousekeepingService(services: services, index: index, logger: logger)
+        HousekeepingService(services: services, index: index, logger: logger),
+        WebhookDispatcher(services: services)
     )
     return app
 }

@@ -1,0 +1,236 @@
+import Foundation
+import Testing
+
+@testable import StatusCore
+
+private func json(_ text: String) throws -> JSONValue {
+    try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+}
+
+private func patchError(_ text: String, to config: AppConfig = AppConfig()) throws -> StatusError? {
+    let patch = try json(text)
+    do {
+        _ = try AppConfigPatch.apply(patch, to: config)
+        return nil
+    } catch {
+        return error
+    }
+}
+
+@Suite struct AppConfigDefaultsTests {
+    @Test func defaultsAreThoseOfSpecSection3() {
+        let config = AppConfig()
+        #expect(config.plan == .basic)
+        #expect(config.statusQuery == false)
+        #expect(config.friendStatusNotify == false)
+        #expect(config.multiDeviceSync == true)
+        #expect(config.customStatusMaxBytes == 100)
+        #expect(config.subscriptionLimit == 200)
+        #expect(config.subscribeBatchLimit == 100)
+        #expect(config.queryBatchLimit == 500)
+        #expect(config.rateLimit == AppConfig.RateLimit(calls: 20, windowSeconds: 5))
+        #expect(config.heartbeatTimeoutSeconds == 400)
+        #expect(config.subscriptionRetentionSeconds == 86_400)
+        #expect(config.webhook == nil)
+    }
+
+    @Test func encodingHasEveryFlagAndWebhookNull() throws {
+        let encoded = try json(String(decoding: try JSONEncoder().encode(AppConfig()), as: UTF8.self))
+        guard case .object(let fields) = encoded else {
+            Issue.record("not an object")
+            return
+        }
+        #expect(
+            Set(fields.keys) == [
+                "plan", "statusQuery", "friendStatusNotify", "multiDeviceSync", "customStatusMaxBytes", "subscriptionLimit",
+                "subscribeBatchLimit", "queryBatchLimit", "rateLimit", "heartbeatTimeoutSeconds", "subscriptionRetentionSeconds",
+                "webhook",
+            ]
+        )
+        #expect(fields["webhook"] == .null)
+        #expect(fields["plan"] == .string("basic"))
+        #expect(fields["rateLimit"] == .object(["calls": .int(20), "windowSeconds": .int(5)]))
+    }
+
+    @Test func encodingRoundTrips() throws {
+        var config = AppConfig()
+        config.plan = .premium
+        config.webhook = AppConfig.Webhook(url: "https://example.com/hook", secret: "s")
+        config.rateLimit = AppConfig.RateLimit(calls: 3, windowSeconds: 2)
+        let decoded = try JSONDecoder().decode(AppConfig.self, from: try JSONEncoder().encode(config))
+        #expect(decoded == config)
+    }
+
+    @Test func heartbeatIntervalIsBelowTheTimeout() {
+        var config = AppConfig()
+        for timeout in [5, 6, 30, 400, 3600] {
+            config.heartbeatTimeoutSeconds = timeout
+            #expect(config.heartbeatIntervalSeconds >= 1)
+            #expect(config.heartbeatIntervalSeconds < timeout)
+        }
+    }
+}
+
+@Suite struct RequireStatusQueryTests {
+    private func code(_ config: AppConfig) -> StatusError.Code? {
+        do {
+            try config.requireStatusQuery()
+            return nil
+        } catch {
+            return error.code
+        }
+    }
+
+    @Test func basicPlanIsPlanNotSupportedBeforeFeatureDisabled() {
+        var config = AppConfig()
+        #expect(code(config) == .planNotSupported)
+        config.statusQuery = true
+        #expect(code(config) == .planNotSupported)
+        #expect(!config.allowsStatusQuery)
+    }
+
+    @Test func premiumWithSwitchOffIsFeatureDisabled() {
+        var config = AppConfig()
+        config.plan = .premium
+        #expect(code(config) == .featureDisabled)
+        #expect(!config.allowsStatusQuery)
+    }
+
+    @Test func premiumWithSwitchOnPasses() {
+        var config = AppConfig()
+        config.plan = .premium
+        config.statusQuery = true
+        #expect(code(config) == nil)
+        #expect(config.allowsStatusQuery)
+    }
+
+    @Test func gatingErrorsAre403() {
+        #expect(StatusError.Code.planNotSupported.httpStatus == 403)
+        #expect(StatusError.Code.featureDisabled.httpStatus == 403)
+    }
+}
+
+@Suite struct AppConfigPatchTests {
+    @Test func emptyPatchKeepsEverything() throws {
+        #expect(try AppConfigPatch.apply(try json("{}"), to: AppConfig()) == AppConfig())
+    }
+
+    @Test func validPartialPatchKeepsOtherFields() throws {
+        var start = AppConfig()
+        start.queryBatchLimit = 42
+        let patched = try AppConfigPatch.apply(try json(#"{"plan": "premium", "statusQuery": true}"#), to: start)
+        var expected = start
+        expected.plan = .premium
+        expected.statusQuery = true
+        #expect(patched == expected)
+        #expect(patched.queryBatchLimit == 42)
+    }
+
+    @Test func everyFlagCanBePatched() throws {
+        let patch = try json(
+            """
+            {"plan": "premium", "statusQuery": true, "friendStatusNotify": true, "multiDeviceSync": false,
+             "customStatusMaxBytes": 10, "subscriptionLimit": 3, "subscribeBatchLimit": 4, "queryBatchLimit": 5,
+             "rateLimit": {"calls": 6, "windowSeconds": 7}, "heartbeatTimeoutSeconds": 5,
+             "subscriptionRetentionSeconds": 60, "webhook": {"url": "https://example.com/h", "secret": "k"}}
+            """
+        )
+        let config = try AppConfigPatch.apply(patch, to: AppConfig())
+        #expect(config.plan == .premium)
+        #expect(config.statusQuery)
+        #expect(config.friendStatusNotify)
+        #expect(!config.multiDeviceSync)
+        #expect(config.customStatusMaxBytes == 10)
+        #expect(config.subscriptionLimit == 3)
+        #expect(config.subscribeBatchLimit == 4)
+        #expect(config.queryBatchLimit == 5)
+        #expect(config.rateLimit == AppConfig.RateLimit(calls: 6, windowSeconds: 7))
+        #expect(config.heartbeatTimeoutSeconds == 5)
+        #expect(config.subscriptionRetentionSeconds == 60)
+        #expect(config.webhook == AppConfig.Webhook(url: "https://example.com/h", secret: "k"))
+    }
+
+    @Test func partialRateLimitKeepsTheOtherField() throws {
+        let config = try AppConfigPatch.apply(try json(#"{"rateLimit": {"calls": 3}}"#), to: AppConfig())
+        #expect(config.rateLimit == AppConfig.RateLimit(calls: 3, windowSeconds: 5))
+    }
+
+    @Test func webhookNullClearsIt() throws {
+        var start = AppConfig()
+        start.webhook = AppConfig.Webhook(url: "http://x", secret: "s")
+        #expect(try AppConfigPatch.apply(try json(#"{"webhook": null}"#), to: start).webhook == nil)
+    }
+
+    @Test(
+        arguments: [
+            #"{"plan": "gold"}"#,
+            #"{"plan": 1}"#,
+            #"{"plan": null}"#,
+            #"{"statusQuery": 1}"#,
+            #"{"statusQuery": "true"}"#,
+            #"{"statusQuery": null}"#,
+            #"{"multiDeviceSync": 0}"#,
+            #"{"friendStatusNotify": "yes"}"#,
+            #"{"customStatusMaxBytes": true}"#,
+            #"{"customStatusMaxBytes": -1}"#,
+            #"{"customStatusMaxBytes": 1.5}"#,
+            #"{"customStatusMaxBytes": "100"}"#,
+            #"{"subscriptionLimit": -5}"#,
+            #"{"subscribeBatchLimit": 0}"#,
+            #"{"queryBatchLimit": -1}"#,
+            #"{"queryBatchLimit": false}"#,
+            #"{"heartbeatTimeoutSeconds": 4}"#,
+            #"{"heartbeatTimeoutSeconds": 0}"#,
+            #"{"heartbeatTimeoutSeconds": -400}"#,
+            #"{"subscriptionRetentionSeconds": -1}"#,
+            #"{"rateLimit": {"calls": -1}}"#,
+            #"{"rateLimit": {"calls": 0}}"#,
+            #"{"rateLimit": {"windowSeconds": true}}"#,
+            #"{"rateLimit": {"burst": 3}}"#,
+            #"{"rateLimit": 20}"#,
+            #"{"webhook": "https://example.com"}"#,
+            #"{"webhook": {"url": "https://example.com"}}"#,
+            #"{"webhook": {"url": "ftp://example.com", "secret": "s"}}"#,
+            #"{"webhook": {"url": "https://example.com", "secret": ""}}"#,
+            #"{"webhook": {"url": "https://example.com", "secret": "s", "extra": 1}}"#,
+            #"{"unknownFlag": true}"#,
+            #"[]"#,
+            #""premium""#,
+            #"null"#,
+        ]
+    )
+    func invalidPatchIsInvalidRequest(_ text: String) throws {
+        #expect(try patchError(text)?.code == .invalidRequest)
+    }
+
+    @Test func invalidPatchAppliesNothing() throws {
+        // Valid fields next to an invalid one: the whole patch is rejected, whatever the key order.
+        let start = AppConfig()
+        for text in [
+            #"{"plan": "premium", "statusQuery": true, "queryBatchLimit": -1}"#,
+            #"{"queryBatchLimit": 7, "heartbeatTimeoutSeconds": 4}"#,
+            #"{"statusQuery": true, "bogus": 1}"#,
+            #"{"plan": "premium", "rateLimit": {"calls": 1, "windowSeconds": 0}}"#,
+        ] {
+            let patch = try json(text)
+            var config = start
+            do {
+                config = try AppConfigPatch.apply(patch, to: start)
+                Issue.record("expected \(text) to be rejected")
+            } catch {
+                #expect(error.code == .invalidRequest)
+            }
+            #expect(config == start)
+        }
+    }
+
+    @Test func boundaryValuesAreAccepted() throws {
+        let config = try AppConfigPatch.apply(
+            try json(#"{"heartbeatTimeoutSeconds": 5, "rateLimit": {"calls": 1, "windowSeconds": 1}, "subscribeBatchLimit": 1}"#),
+            to: AppConfig()
+        )
+        #expect(config.heartbeatTimeoutSeconds == 5)
+        #expect(config.rateLimit == AppConfig.RateLimit(calls: 1, windowSeconds: 1))
+        #expect(config.subscribeBatchLimit == 1)
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §4 getUserStatus through `POST /users/{userId}/status/query`.
+@Suite struct GetUserStatusTests {
+    @Test func selfQueryWorksOnBasicAndIsNeverLimited() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: ["rateLimit": ["calls": 2, "windowSeconds": 60]])
+            try await app.createUsers(["alice"])
+            for _ in 0..<30 {
+                let response = try await app.query("alice", ["alice"])
+                #expect(response.status == 200)
+                #expect(response.body["statuses"].array.count == 1)
+                #expect(response.body["statuses"][0]["userId"].string == "alice")
+                #expect(response.body["failures"].array.isEmpty)
+            }
+            // Duplicates of oneself are still a self query.
+            let folded = try await app.query("alice", ["alice", "alice", "alice"])
+            #expect(folded.status == 200)
+            #expect(folded.body["statuses"].array.count == 1)
+        }
+    }
+
+    @Test func selfQueriesAreNotCounted() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": 2, "windowSeconds": 60]])
+            try await app.createUsers(["alice", "bob"])
+            for _ in 0..<30 {
+                #expect(try await app.query("alice", ["alice"]).status == 200)
+            }
+            #expect(try await app.query("alice", ["bob"]).status == 200)
+            #expect(try await app.query("alice", ["bob"]).status == 200)
+            expectError(try await app.query("alice", ["bob"]), 429, "RATE_LIMITED")
+            // Still free while the others are limited.
+            #expect(try await app.query("alice", ["alice"]).status == 200)
+        }
+    }
+
+    @Test func othersNeedPremium() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice", "bob"])
+            expectError(try await app.query("alice", ["bob"]), 403, "PLAN_NOT_SUPPORTED")
+            expectError(try await app.query("alice", ["alice", "bob"]), 403, "PLAN_NOT_SUPPORTED")
+            // The plan is checked before the switch.
+            try await app.patchConfig(["statusQuery": true])
+            expectError(try await app.query("alice", ["bob"]), 403, "PLAN_NOT_SUPPORTED")
+        }
+    }
+
+    @Test func othersNeedTheStatusQuerySwitch() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: ["plan": "premium"])
+            try await app.createUsers(["alice", "bob"])
+            expectError(try await app.query("alice", ["bob"]), 403, "FEATURE_DISABLED")
+            #expect(try await app.query("alice", ["alice"]).status == 200)
+        }
+    }
+
+    @Test func batchLimitCountsIdsAsSent() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "queryBatchLimit": 3])
+            try await app.createUsers(["alice", "bob", "carol"])
+            expectError(try await app.query("alice", ["bob", "bob", "bob", "bob"]), 400, "TOO_MANY_USERS")
+            expectError(try await app.query("alice", ["bob", "carol", "bob", "carol"]), 400, "TOO_MANY_USERS")
+            let folded = try await app.query("alice", ["carol", "bob", "carol"])
+            #expect(folded.status == 200)
+            #expect(folded.body["statuses"].array.map { $0["userId"].string } == ["carol", "bob"])
+        }
+    }
+
+    @Test func defaultBatchLimitIs500() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            let five = (0..<499).map { "nobody\($0)" } + ["bob"]
+            let accepted = try await app.query("alice", five)
+            #expect(accepted.status == 200)
+            #expect(accepted.body["statuses"].array.count == 1)
+            #expect(accepted.body["failures"].array.count == 499)
+            expectError(try await app.query("alice", five + ["bob"]), 400, "TOO_MANY_USERS")
+        }
+    }
+
+    @Test func unknownUsersAreFailures() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            let response = try await app.query("alice", ["ghost", "bob", "ghost", "alice"])
+            #expect(response.status == 200)
+            #expect(response.body["statuses"].array.map { $0["userId"].string } == ["bob", "alice"])
+            #expect(response.body["failures"] == [["userId": "ghost", "code": "USER_NOT_FOUND"]])
+        }
+    }
+
+    @Test func emptyListIsInvalidRequest() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice"])
+            expectError(try await app.query("alice", []), 400, "INVALID_REQUEST")
+            expectError(try await app.call(.post, "/users/alice/status/query", [:]), 400, "INVALID_REQUEST")
+            expectError(try await app.call(.post, "/users/alice/status/query", ["userIds": "alice"]), 400, "INVALID_REQUEST")
+        }
+    }
+
+    @Test func statusTypesFollowTheDevices() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            let never = try await app.query("alice", ["bob"]).body["statuses"][0]
+            #expect(never["statusType"].string == "unlogined")
+            #expect(!never.has("lastActiveAt"))
+            #expect(!never.has("customStatus"))
+            #expect(never["version"].int == 0)
+
+            #expect(try await app.login("bob", "laptop", platform: "macos").status == 200)
+            let online = try await app.query("alice", ["bob"]).body["statuses"][0]
+            #expect(online["statusType"].string == "online")
+            #expect(online["lastActiveAt"].int != nil)
+            #expect(online["version"].int == 1)
+            #expect(online["onlineDevices"] == [["deviceId": "laptop", "platform": "macos"]])
+
+            #expect(try await app.logout("bob", "laptop").status == 200)
+            let loggedOut = try await app.query("alice", ["bob"]).body["statuses"][0]
+            #expect(loggedOut["statusType"].string == "unlogined")
+            #expect(loggedOut["lastActiveAt"].int != nil)
+            #expect(loggedOut["version"].int == 2)
+            #expect(loggedOut["onlineDevices"].array.isEmpty)
+        }
+    }
+
+    @Test func blocksInEitherDirectionMaskTheOther() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob", "carol"])
+            for user in ["alice", "bob"] {
+                #expect(try await app.login(user, "phone").status == 200)
+                #expect(try await app.setStatus(user, "\(user) is busy").status == 200)
+            }
+            #expect(try await app.call(.put, "/users/alice/blocks", ["userIds": ["bob"]]).status == 200)
+
+            // The blocker sees the blocked user as offline with nothing else.
+            let byAlice = try await app.query("alice", ["bob", "carol"]).body["statuses"]
+            #expect(byAlice[0]["userId"].string == "bob")
+            #expect(byAlice[0]["statusType"].string == "offline")
+            #expect(!byAlice[0].has("customStatus"))
+            #expect(!byAlice[0].has("lastActiveAt"))
+            #expect(byAlice[0]["onlineDevices"].array.isEmpty)
+            #expect(byAlice[1]["statusType"].string == "unlogined")
+            // And the other way round.
+            let byBob = try await app.query("bob", ["alice"]).body["statuses"][0]
+            #expect(byBob["statusType"].string == "offline")
+            #expect(!byBob.has("customStatus"))
+            #expect(!byBob.has("lastActiveAt"))
+            // A third party sees the truth.
+            let byCarol = try await app.query("carol", ["alice", "bob"]).body["statuses"]
+            #expect(byCarol[0]["statusType"].string == "online")
+            #expect(byCarol[0]["customStatus"].string == "alice is busy")
+            #expect(byCarol[1]["statusType"].string == "online")
+            #expect(byCarol[1]["customStatus"].string == "bob is busy")
+            // Each still sees themselves.
+            #expect(try await app.ownStatus("bob")["customStatus"].string == "bob is busy")
+
+            #expect(try await app.call(.delete, "/users/alice/blocks", ["userIds": ["bob"]]).status == 200)
+            let unblocked = try await app.query("bob", ["alice"]).body["statuses"][0]
+            #expect(unblocked["statusType"].string == "online")
+            #expect(unblocked["customStatus"].string == "alice is busy")
+        }
+    }
+
+    @Test func badIdInTheListFailsTheWholeCall() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            expectError(try await app.query("alice", ["bob", "not valid"]), 400, "INVALID_USER_ID")
+            expectError(try await app.query("alice", ["alice", String(repeating: "x", count: 129)]), 400, "INVALID_USER_ID")
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import StatusCore
+import Testing
+
+/// Checks an error response: its HTTP status and the `{"error": {"code", "message"}}` body of SPEC §7.
+func expectError(
+    _ response: APIResponse,
+    _ status: Int,
+    _ code: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    #expect(response.status == status, "\(response.body)", sourceLocation: sourceLocation)
+    #expect(response.body["error"]["code"].string == code, "\(response.body)", sourceLocation: sourceLocation)
+    #expect(response.body["error"]["message"].string?.isEmpty == false, "error without a message", sourceLocation: sourceLocation)
+}
+
+/// Checks a 200 response and returns its body.
+@discardableResult
+func expectOK(_ response: APIResponse, _ status: Int = 200, sourceLocation: SourceLocation = #_sourceLocation) -> JSONValue {
+    #expect(response.status == status, "\(response.body)", sourceLocation: sourceLocation)
+    return response.body
+}
+
+extension APIClient {
+    /// Patches this app's config through the admin API; fails the test unless it is accepted.
+    @discardableResult
+    func patchConfig(_ patch: JSONValue, sourceLocation: SourceLocation = #_sourceLocation) async throws -> JSONValue {
+        let response = try await admin(.patch, "/v1/apps/\(appId)/config", patch)
+        #expect(response.status == 200, "\(response.body)", sourceLocation: sourceLocation)
+        return response.body
+    }
+
+    /// Logs a backend-driven device in.
+    @discardableResult
+    func login(_ userId: String, _ deviceId: String, platform: String = "web") async throws -> APIResponse {
+        try await call(.post, "/users/\(userId)/devices/\(deviceId)/login", ["platform": .string(platform)])
+    }
+
+    /// Logs a backend-driven device out.
+    @discardableResult
+    func logout(_ userId: String, _ deviceId: String) async throws -> APIResponse {
+        try await call(.post, "/users/\(userId)/devices/\(deviceId)/logout")
+    }
+
+    /// Sets a user's custom status (`nil` sends JSON null).
+    @discardableResult
+    func setStatus(_ userId: String, _ customStatus: String?) async throws -> APIResponse {
+        try await call(.put, "/users/\(userId)/status", ["customStatus": customStatus.map(JSONValue.string) ?? .null])
+    }
+
+    /// getUserStatus acting for `userId`.
+    func query(_ userId: String, _ userIds: [String]) async throws -> APIResponse {
+        try await call(.post, "/users/\(userId)/status/query", ["userIds": .array(userIds.map(JSONValue.string))])
+    }
+
+    /// The user's own status, through a self query (never limited).
+    func ownStatus(_ userId: String) async throws -> JSONValue {
+        try await query(userId, [userId]).body["statuses"][0]
+    }
+
+    /// The backend's view of one user's status, with devices.
+    func backendStatus(_ userId: String) async throws -> JSONValue {
+        try await call(.post, "/status/query", ["userIds": [.string(userId)], "detail": true]).body["statuses"][0]
+    }
+
+    /// subscribeUserStatus acting for `userId`.
+    func subscribe(_ userId: String, _ userIds: [String]) async throws -> APIResponse {
+        try await call(.post, "/users/\(userId)/subscriptions", ["userIds": .array(userIds.map(JSONValue.string))])
+    }
+
+    /// unsubscribeUserStatus acting for `userId`; nil sends no body.
+    func unsubscribe(_ userId: String, _ userIds: [String]?) async throws -> APIResponse {
+        try await call(.delete, "/users/\(userId)/subscriptions", userIds.map { ["userIds": .array($0.map(JSONValue.string))] })
+    }
+
+    /// The user's subscriptions, oldest first.
+    func subscriptions(_ userId: String) async throws -> [String] {
+        try await call(.get, "/users/\(userId)/subscriptions").body["userIds"].strings
+    }
+}
+
+/// A JSON array of strings.
+func ids(_ values: [String]) -> JSONValue {
+    .array(values.map(JSONValue.string))
+}
