@@ -23,10 +23,14 @@ struct DeviceRequestHandler: Sendable {
 
     /// Handles one text frame and returns the reply frame to send.
     func handle(_ text: String, session: DeviceSession) async -> (reply: String, after: After) {
-        guard let frame = try? JSONCoding.decoder.decode(Frame.self, from: Data(text.utf8)) else {
+        let data = Data(text.utf8)
+        guard case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: data) else {
             return (DeviceFrames.failure(id: .null, StatusError(.invalidRequest, "a frame must be a JSON object with id and op")), .keepOpen)
         }
-        let id = frame.id ?? .null
+        let id = fields["id"] ?? .null
+        guard let frame = try? JSONCoding.decoder.decode(Frame.self, from: data) else {
+            return (DeviceFrames.failure(id: id, StatusError(.invalidRequest, "wrong field types")), .keepOpen)
+        }
         do {
             guard let app = try await services.apps.find(session.appId) else { throw StatusError(.unauthorized, "app deleted") }
             let operations = services.operations

@@ -136,13 +136,11 @@ extension APIClient {
         var logger = Logger(label: "test-device")
         logger.logLevel = .critical
         let reads = options.reads
+        let configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20, additionalHeaders: headers)
+        let clientLogger = logger
         return try await withThrowingTaskGroup(of: Value?.self) { group in
             group.addTask {
-                _ = try? await WebSocketClient.connect(
-                    url: url,
-                    configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: headers),
-                    logger: logger
-                ) { inbound, outbound, _ in
+                _ = try? await WebSocketClient.connect(url: url, configuration: configuration, logger: clientLogger) { inbound, outbound, _ in
                     device.attach(outbound)
                     if !reads {
                         try await Task.sleep(for: .seconds(30))

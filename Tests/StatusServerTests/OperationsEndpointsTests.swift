@@ -1,0 +1,44 @@
+import Foundation
+import RedisClient
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §9 health, readiness and metrics; SPEC §7 `UNAVAILABLE` when Redis cannot be reached.
+@Suite struct OperationsEndpointsTests {
+    @Test func metricsAreExportedInPrometheusText() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            for _ in 0..<21 { _ = try await app.call(.post, "/users/alice/status/query", ["userIds": ["bob"]]) }
+            try await app.withDevice(port: api.client.port!, userId: "alice", DeviceOptions(deviceId: "d1")) { _, _ in
+                let metrics = try await api.raw(.get, "/metrics", key: nil)
+                #expect(metrics.status == 200)
+                let text = try await api.client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+                #expect(text.contains("statusd_connected_devices"))
+                #expect(text.contains("statusd_rate_limited_total"))
+                #expect(text.contains("statusd_events_delivered_total"))
+                #expect(text.contains("http_request"))
+            }
+        }
+    }
+
+    @Test func redisUnreachableIs503AndTheProcessStaysUp() async throws {
+        let closedPort: (inout ServerConfiguration) -> Void = { configuration in
+            configuration.redis = RedisConfiguration(endpoint: .tcp(host: "127.0.0.1", port: 1))
+        }
+        try await withStatusd(.router, configure: closedPort) { api in
+            let health = try await api.raw(.get, "/healthz", key: nil)
+            #expect(health.status == 200)
+            let ready = try await api.raw(.get, "/readyz", key: nil)
+            #expect(ready.status == 503)
+            #expect(ready.body["error"]["code"].string == "UNAVAILABLE")
+            let call = try await api.raw(.get, "/v1/apps/demo", key: api.adminKey)
+            #expect(call.status == 503)
+            #expect(call.body["error"]["code"].string == "UNAVAILABLE")
+            let again = try await api.raw(.put, "/v1/apps/demo/users/alice", key: "sk_x", body: "{}")
+            #expect(again.status == 503)
+        }
+    }
+}
