@@ -179,4 +179,38 @@ import Testing
             expectError(try await app.query("alice", ["alice", String(repeating: "x", count: 129)]), 400, "INVALID_USER_ID")
         }
     }
+
+    @Test func requestsWhileOnlineAreActivity() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            // Not online: a request is no activity, lastActiveAt stays absent.
+            #expect(try await app.query("bob", ["alice"]).status == 200)
+            #expect(try await app.setStatus("bob", "x").status == 200)
+            #expect(!(try await app.backendStatus("bob")).has("lastActiveAt"))
+
+            let login = try await app.login("alice", "d1")
+            var last = try #require(login.body["lastActiveAt"].int)
+            try await Task.sleep(for: .milliseconds(20))
+            #expect(try await app.query("alice", ["bob"]).status == 200)
+            let afterQuery = try #require(try await app.backendStatus("alice")["lastActiveAt"].int)
+            #expect(afterQuery > last)
+            last = afterQuery
+            try await Task.sleep(for: .milliseconds(20))
+            #expect(try await app.subscribe("alice", ["bob"]).status == 200)
+            let afterSubscribe = try #require(try await app.backendStatus("alice")["lastActiveAt"].int)
+            #expect(afterSubscribe > last)
+            last = afterSubscribe
+            try await Task.sleep(for: .milliseconds(20))
+            #expect(try await app.setStatus("alice", "busy").status == 200)
+            let afterSet = try #require(try await app.backendStatus("alice")["lastActiveAt"].int)
+            #expect(afterSet > last)
+            // Leaving online is the last moment; requests after that do not move it.
+            let gone = try #require(try await app.logout("alice", "d1").body["lastActiveAt"].int)
+            #expect(gone >= afterSet)
+            try await Task.sleep(for: .milliseconds(20))
+            #expect(try await app.query("alice", ["bob"]).status == 200)
+            #expect(try await app.backendStatus("alice")["lastActiveAt"].int == gone)
+        }
+    }
 }
