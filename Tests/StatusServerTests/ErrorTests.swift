@@ -54,11 +54,18 @@ import Testing
                 "PAYLOAD_TOO_LARGE"
             )
             #expect(!(try await app.ownStatus("alice")).has("customStatus"))
-            // Just under the limit is read (and then judged on its content).
-            let underPadding = String(repeating: "x", count: (1 << 20) - 100)
-            let under = "{\"customStatus\": \"hi\", \"padding\": \"\(underPadding)\"}"
-            let response = try await api.raw(.put, "/v1/apps/\(app.appId)/users/alice/status", key: app.apiKey, body: under)
-            #expect(response.status != 413)
+            // Exactly 1 MiB is read (and then judged on its content); one byte more is not.
+            func body(ofSize size: Int) -> String {
+                let frame = "{\"customStatus\": \"hi\", \"padding\": \"\"}"
+                let text = "{\"customStatus\": \"hi\", \"padding\": \"" + String(repeating: "x", count: size - frame.utf8.count) + "\"}"
+                precondition(text.utf8.count == size)
+                return text
+            }
+            let path = "/v1/apps/\(app.appId)/users/alice/status"
+            expectError(try await api.raw(.put, path, key: app.apiKey, body: body(ofSize: (1 << 20) + 1)), 413, "PAYLOAD_TOO_LARGE")
+            let exact = try await api.raw(.put, path, key: app.apiKey, body: body(ofSize: 1 << 20))
+            #expect(exact.status == 200, "\(exact.body)")
+            #expect(exact.body["customStatus"].string == "hi")
         }
     }
 

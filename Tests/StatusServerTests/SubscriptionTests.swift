@@ -173,14 +173,25 @@ import Testing
     @Test func subscriptionsAreDroppedAfterRetentionWhileNotOnline() async throws {
         try await withStatusd { api in
             let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "subscriptionRetentionSeconds": 1])
-            try await app.createUsers(["alice", "carol", "bob"])
+            try await app.createUsers(["alice", "carol", "dave", "bob"])
             #expect(try await app.login("carol", "phone").status == 200)
             #expect(try await app.subscribe("alice", ["bob"]).status == 200)
             #expect(try await app.subscribe("carol", ["bob"]).status == 200)
-            try await Task.sleep(for: .milliseconds(1300))
-            // alice was never online: dropped; carol is online: kept.
+            #expect(try await app.subscribe("dave", ["bob"]).status == 200)
+            try await Task.sleep(for: .milliseconds(600))
+            // A change to the list restarts the retention clock.
+            #expect(try await app.subscribe("dave", ["alice"]).status == 200)
+            try await Task.sleep(for: .milliseconds(700))
+            // alice was never online and did not touch her list: dropped; carol is online: kept; dave changed his: kept.
             #expect(try await app.subscriptions("alice").isEmpty)
             #expect(try await app.subscriptions("carol") == ["bob"])
+            #expect(try await app.subscriptions("dave") == ["bob", "alice"])
+            // The clock starts when the user leaves online.
+            #expect(try await app.logout("carol", "phone").status == 200)
+            #expect(try await app.subscriptions("carol") == ["bob"])
+            try await Task.sleep(for: .milliseconds(1300))
+            #expect(try await app.subscriptions("carol").isEmpty)
+            #expect(try await app.subscriptions("dave").isEmpty)
         }
     }
 }
