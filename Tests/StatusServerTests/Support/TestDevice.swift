@@ -49,6 +49,15 @@ final class TestDevice: Sendable {
         throw TestAppError(message: "no matching frame within \(timeout); have \(received.withLock { $0 })")
     }
 
+    /// Waits until a frame matching `predicate` has arrived, without removing it.
+    func waitFor(timeout: Duration = .seconds(3), where predicate: @escaping (JSONValue) -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !received.withLock({ $0.contains(where: predicate) }) {
+            guard ContinuousClock.now < deadline else { throw TestAppError(message: "no matching frame within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     /// Waits for the next `onUserStatusChanged` about `userId` and returns its status object.
     func nextStatus(of userId: String, timeout: Duration = .seconds(3)) async throws -> JSONValue {
         let event = try await next(timeout: timeout) { frame in
