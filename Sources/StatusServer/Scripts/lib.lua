@@ -30,6 +30,18 @@ local function touch_if_online(status_key, now)
     end
 end
 
+-- SPEC §5 for a rate-limited operation: counts the call, or returns the `{1, retry after ms}` reply of a rejected
+-- one; an accepted call is activity (SPEC §2). Returns nil when accepted.
+local function admit(rate_key, status_key, calls, window_ms)
+    local now = now_ms()
+    local retry = rate_limit(rate_key, now, tonumber(calls), tonumber(window_ms))
+    if retry > 0 then
+        return { 1, retry }
+    end
+    touch_if_online(status_key, now)
+    return nil
+end
+
 -- SPEC §4: subscriptions are kept while the user is online and expire `retention_ms` after the later of
 -- the user's last moment online and the last change to the list.
 local function refresh_retention(subs_key, status_key, retention_ms)

@@ -3,12 +3,10 @@
 -- KEYS: rate-limit log, status, blocks (by me), blocked by
 -- ARGV: calls, window ms
 -- Reply: {0, blocked user...} when accepted, {1, retry after ms} when rate limited.
-local now = now_ms()
-local retry = rate_limit(KEYS[1], now, tonumber(ARGV[1]), tonumber(ARGV[2]))
-if retry > 0 then
-    return { 1, retry }
+local rejected = admit(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+if rejected then
+    return rejected
 end
-touch_if_online(KEYS[2], now)
 local reply = { 0 }
 for _, id in ipairs(redis.call('SUNION', KEYS[3], KEYS[4])) do reply[#reply + 1] = id end
 return reply

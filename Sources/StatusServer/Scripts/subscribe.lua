@@ -4,12 +4,10 @@
 -- KEYS: subs, rate-limit log, status
 -- ARGV: calls, window ms, subscription limit, retention ms, targets...
 -- Reply: {0, evicted...} when accepted, {1, retry after ms} when rate limited.
-local now = now_ms()
-local retry = rate_limit(KEYS[2], now, tonumber(ARGV[1]), tonumber(ARGV[2]))
-if retry > 0 then
-    return { 1, retry }
+local rejected = admit(KEYS[2], KEYS[3], ARGV[1], ARGV[2])
+if rejected then
+    return rejected
 end
-touch_if_online(KEYS[3], now)
 local top = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local score = 0
 if #top > 0 then score = tonumber(top[2]) end

@@ -3,12 +3,10 @@
 -- KEYS: subs, rate-limit log, status
 -- ARGV: calls, window ms, retention ms, targets...
 -- Reply: {0, removed...} when accepted (every target listed, or all removed for an empty list), {1, retry ms} when limited.
-local now = now_ms()
-local retry = rate_limit(KEYS[2], now, tonumber(ARGV[1]), tonumber(ARGV[2]))
-if retry > 0 then
-    return { 1, retry }
+local rejected = admit(KEYS[2], KEYS[3], ARGV[1], ARGV[2])
+if rejected then
+    return rejected
 end
-touch_if_online(KEYS[3], now)
 local reply = { 0 }
 if #ARGV == 3 then
     for _, target in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do reply[#reply + 1] = target end
