@@ -27,8 +27,6 @@ struct StatusChange: Sendable, Hashable, Codable {
     /// The changed user's role, for `roles:` presence scopes.
     var role: String?
     var status: UserStatus
-    /// The connection that caused a devices-only change (its own `welcome` already told it).
-    var origin: String?
 }
 
 /// A device whose connection is to be closed.

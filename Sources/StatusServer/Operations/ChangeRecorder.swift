@@ -8,7 +8,7 @@ struct ChangeRecorder: Sendable {
     let logger: Logger
 
     /// Records a write's consequences; a write that changed nothing notifies nobody.
-    func record(appId: String, change: StatusRepository.Change, reply: StatusReply, origin: String? = nil) async {
+    func record(appId: String, change: StatusRepository.Change, reply: StatusReply) async {
         guard change != .none else { return }
         if change == .status {
             do {
@@ -18,7 +18,7 @@ struct ChangeRecorder: Sendable {
             }
         }
         await bus.publish(
-            .statusChanged(StatusChange(appId: appId, change: change.rawValue, role: reply.role, status: reply.status, origin: origin))
+            .statusChanged(StatusChange(appId: appId, change: change.rawValue, role: reply.role, status: reply.status))
         )
     }
 }

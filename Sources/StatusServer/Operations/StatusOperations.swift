@@ -16,10 +16,10 @@ struct StatusOperations: Sendable {
     static let backendQueryLimit = 500
 
     /// setSelfStatus: unlimited, any plan; notifies only when something changed.
-    func setSelfStatus(app: AppRecord, userId: String, customStatus: String?, origin: String? = nil) async throws -> UserStatus {
+    func setSelfStatus(app: AppRecord, userId: String, customStatus: String?) async throws -> UserStatus {
         let value = try RequestRules.customStatus(customStatus, maxBytes: app.config.customStatusMaxBytes)
         let result = try await statuses.setCustomStatus(appId: app.appId, userId: userId, value: value)
-        await recorder.record(appId: app.appId, change: result.change, reply: result.reply, origin: origin)
+        await recorder.record(appId: app.appId, change: result.change, reply: result.reply)
         return result.reply.status
     }
 

@@ -36,12 +36,7 @@ struct DeviceRequestHandler: Sendable {
             let operations = services.operations
             switch frame.op {
             case "setSelfStatus":
-                let status = try await operations.setSelfStatus(
-                    app: app,
-                    userId: session.userId,
-                    customStatus: frame.customStatus,
-                    origin: session.connectionId
-                )
+                let status = try await operations.setSelfStatus(app: app, userId: session.userId, customStatus: frame.customStatus)
                 return (try success(id, status), .keepOpen)
             case "getUserStatus":
                 return (try success(id, try await operations.getUserStatus(app: app, userId: session.userId, userIds: try ids(frame))), .keepOpen)
