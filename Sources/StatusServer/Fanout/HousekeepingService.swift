@@ -18,17 +18,20 @@ struct HousekeepingService: Service {
 
     func run() async throws {
         let registry = services.nodeDevices
-        var ticks = 0
         let leaseEvery = max(1, registry.leaseSeconds / 3)
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            await endSilentSessions()
-            if ticks % leaseEvery == 0 {
-                await guarded("lease renewal") { try await registry.renew() }
-                await guarded("dead node cleanup") { try await cleanUpDeadNodes() }
+        // Graceful shutdown cancels the loop at once (mid-sleep too), then the node leaves.
+        try? await cancelWhenGracefulShutdown {
+            var ticks = 0
+            while !Task.isCancelled {
+                await endSilentSessions()
+                if ticks % leaseEvery == 0 {
+                    await guarded("lease renewal") { try await registry.renew() }
+                    await guarded("dead node cleanup") { try await cleanUpDeadNodes() }
+                }
+                await guarded("backend device sweep") { try await sweepBackendDevices() }
+                ticks += 1
+                try await Task.sleep(for: Self.tick)
             }
-            await guarded("backend device sweep") { try await sweepBackendDevices() }
-            ticks += 1
-            try? await Task.sleep(for: Self.tick)
         }
         await guarded("leaving") { try await registry.leave() }
     }
