@@ -155,12 +155,14 @@ final class RedisConnectionSlot: Sendable {
         switch result {
         case .success(let channel):
             self.logger.debug("Connected to redis", metadata: ["endpoint": "\(self.configuration.endpoint.logDescription)"])
+            RedisClientMetrics.connects.increment()
             self.storage.value.state = .connected(channel)
             self.storage.value.nextBackoff = Self.initialBackoff
             self.backoffEnd.withLock { $0 = nil }
             channel.closeFuture.hop(to: self.eventLoop).assumeIsolated().whenComplete { _ in
                 if case .connected(let current) = self.storage.value.state, current === channel {
                     self.logger.info("Redis connection closed", metadata: ["endpoint": "\(self.configuration.endpoint.logDescription)"])
+                    RedisClientMetrics.disconnects.increment()
                     self.storage.value.state = .idle
                 }
             }
@@ -175,6 +177,7 @@ final class RedisConnectionSlot: Sendable {
             let end = NIODeadline.now() + delay
             self.storage.value.state = .backoff(until: end, reason: reason)
             self.backoffEnd.withLock { $0 = end }
+            RedisClientMetrics.connectFailures.increment()
             self.logger.warning("Redis connection failed", metadata: ["error": "\(reason)", "retryAfterMs": "\(delay.nanoseconds / 1_000_000)"])
             let failure = RedisClientError(kind: .connectionUnavailable, message: reason)
             for request in waiting {

@@ -19,7 +19,9 @@ import Testing
                 #expect(text.contains("statusd_connected_devices"))
                 #expect(text.contains("statusd_rate_limited_total"))
                 #expect(text.contains("statusd_events_delivered_total"))
-                #expect(text.contains("http_request"))
+                #expect(text.contains("statusd_local_online_users"))
+                #expect(text.contains("redis_client_connects_total"))
+                #expect(text.contains("http_server_request_duration"))
             }
         }
     }

@@ -102,6 +102,9 @@ final class FanoutIndex: Sendable {
     /// How many sessions this node holds.
     var count: Int { state.withLock { $0.sessionCount } }
 
+    /// How many users have a session on this node.
+    var userCount: Int { state.withLock { $0.users.count } }
+
     /// The sessions that must receive a change of `change.status.userId` under `config` (SPEC §6), each once.
     func recipients(of change: StatusChange, config: AppConfig) -> [DeviceSession] {
         state.withLock { state in

@@ -4,6 +4,8 @@ import Metrics
 enum Metrics {
     /// Devices connected to this node over WebSocket.
     static let connectedDevices = Gauge(label: "statusd_connected_devices")
+    /// Users with at least one device connected to this node.
+    static let onlineUsers = Gauge(label: "statusd_local_online_users")
     /// Events written to device queues.
     static let eventsDelivered = Counter(label: "statusd_events_delivered_total")
     /// Devices disconnected because their queue was full.

@@ -82,10 +82,10 @@ struct DeviceGateway: Sendable {
         if index.add(session) {
             await fanout.loadRelations(AppUser(appId: session.appId, userId: session.userId))
         }
-        Metrics.connectedDevices.record(index.count)
+        recordGauges()
         defer {
             index.remove(session)
-            Metrics.connectedDevices.record(index.count)
+            recordGauges()
         }
         let status: UserStatus
         do {
@@ -117,6 +117,11 @@ struct DeviceGateway: Sendable {
             group.addTask { await read(inbound, session: session) }
         }
         await depart(session, logger: logger)
+    }
+
+    private func recordGauges() {
+        Metrics.connectedDevices.record(index.count)
+        Metrics.onlineUsers.record(index.userCount)
     }
 
     /// Writes queued messages in order until the queue ends, then closes the socket.
