@@ -27,6 +27,7 @@ struct HousekeepingService: Service {
                 if ticks % leaseEvery == 0 {
                     await guarded("lease renewal") { try await registry.renew() }
                     await guarded("dead node cleanup") { try await cleanUpDeadNodes() }
+                    await guarded("own device reconciliation") { try await fileUnfiledDepartures() }
                 }
                 await guarded("backend device sweep") { try await sweepBackendDevices() }
                 ticks += 1
@@ -53,6 +54,28 @@ struct HousekeepingService: Service {
         for appId in try await services.apps.allAppIds() {
             guard let app = try await services.apps.find(appId) else { continue }
             _ = try await services.presence.sweepBackendDevices(app: app)
+        }
+    }
+
+    /// Files the departures this node could not write when their sockets closed (Redis was unreachable then): devices
+    /// still listed under this node whose connection has no session here any more.
+    private func fileUnfiledDepartures() async throws {
+        let registry = services.nodeDevices
+        // The list first, then the sessions: a session is indexed before it is listed and listed until its departure
+        // is filed, so a device listed here without a session has really gone.
+        let listed = try await registry.devices(of: registry.nodeId)
+        let live = Set(index.allSessions().map(\.connectionId))
+        for device in listed where !live.contains(device.connection) {
+            if let app = try await services.apps.find(device.appId) {
+                try await services.presence.remove(
+                    app: app,
+                    userId: device.userId,
+                    deviceIds: [device.deviceId],
+                    because: .disconnect,
+                    connection: device.connection
+                )
+            }
+            try await registry.remove(appId: device.appId, userId: device.userId, deviceId: device.deviceId, connection: device.connection)
         }
     }
 

@@ -24,7 +24,12 @@ struct NodeRegistry: Sendable {
 
     /// Forgets a device session whose departure is filed.
     func remove(_ session: DeviceSession) async throws {
-        _ = try await redis.send("SREM", Self.devices(nodeId), Self.member(session))
+        try await remove(appId: session.appId, userId: session.userId, deviceId: session.deviceId, connection: session.connectionId)
+    }
+
+    /// Forgets a device of this node whose departure is filed.
+    func remove(appId: String, userId: String, deviceId: String, connection: String) async throws {
+        _ = try await redis.send("SREM", Self.devices(nodeId), Self.member(appId, userId, deviceId, connection))
     }
 
     /// Renews this node's lease.
@@ -74,6 +79,10 @@ struct NodeRegistry: Sendable {
     }
 
     private static func member(_ session: DeviceSession) -> String {
-        [session.appId, session.userId, session.deviceId, session.connectionId].joined(separator: "\n")
+        member(session.appId, session.userId, session.deviceId, session.connectionId)
+    }
+
+    private static func member(_ appId: String, _ userId: String, _ deviceId: String, _ connection: String) -> String {
+        [appId, userId, deviceId, connection].joined(separator: "\n")
     }
 }
