@@ -1,5 +1,6 @@
-import RedisClient
 import Testing
+
+@testable import RedisClient
 
 @Suite("RedisSubscriber against redis-server", .timeLimit(.minutes(1)))
 struct RedisSubscriberTests {

@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
-import RedisClient
+
+@testable import RedisClient
 
 /// A private `redis-server` child process for integration tests, on a free port, without persistence.
 final class RedisTestServer: @unchecked Sendable {
@@ -152,22 +153,8 @@ func uniqueKey(_ name: String) -> String {
     "test:\(name):\(UInt64.random(in: 0...UInt64.max))"
 }
 
-/// A value shared between a test and callbacks on other threads.
-final class TestBox<Value>: @unchecked Sendable {
-    // @unchecked: every access holds `lock`.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return try body(&self.value)
-    }
-}
+/// A value shared between a test and callbacks on other threads: the client's own lock box.
+typealias TestBox = LockedValue
 
 /// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
 func eventually(within timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {

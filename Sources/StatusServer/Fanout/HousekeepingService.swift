@@ -66,15 +66,7 @@ struct HousekeepingService: Service {
         let listed = try await registry.devices(of: registry.nodeId)
         let live = Set(index.allSessions().map(\.connectionId))
         for device in listed where !live.contains(device.connection) {
-            if let app = try await services.apps.find(device.appId) {
-                try await services.presence.remove(
-                    app: app,
-                    userId: device.userId,
-                    deviceIds: [device.deviceId],
-                    because: .disconnect,
-                    connection: device.connection
-                )
-            }
+            try await fileDisconnect(device)
             try await registry.remove(appId: device.appId, userId: device.userId, deviceId: device.deviceId, connection: device.connection)
         }
     }
@@ -86,17 +78,22 @@ struct HousekeepingService: Service {
             let devices = try await registry.devices(of: node)
             logger.notice("filing the devices of a dead node", metadata: ["node": "\(node)", "devices": "\(devices.count)"])
             for device in devices {
-                guard let app = try await services.apps.find(device.appId) else { continue }
-                try await services.presence.remove(
-                    app: app,
-                    userId: device.userId,
-                    deviceIds: [device.deviceId],
-                    because: .disconnect,
-                    connection: device.connection
-                )
+                try await fileDisconnect(device)
             }
             try await registry.forget(node)
         }
+    }
+
+    /// Files a device's connection as gone (offline if it was its user's last), unless its app was deleted.
+    private func fileDisconnect(_ device: (appId: String, userId: String, deviceId: String, connection: String)) async throws {
+        guard let app = try await services.apps.find(device.appId) else { return }
+        try await services.presence.remove(
+            app: app,
+            userId: device.userId,
+            deviceIds: [device.deviceId],
+            because: .disconnect,
+            connection: device.connection
+        )
     }
 
     private func guarded(_ what: String, _ work: () async throws -> Void) async {
