@@ -40,6 +40,7 @@ final class ChildNode: Sendable {
 
     /// Kills the node like a crash: no graceful shutdown, no cleanup.
     func crash() {
+        guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
