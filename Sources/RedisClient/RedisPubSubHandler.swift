@@ -5,7 +5,9 @@ import NIOCore
 /// turns pushed `message` arrays into ``RedisPubSubEvent``s. Runs entirely on the channel's event loop.
 ///
 /// If the subscription is not confirmed within `setupTimeout`, or Redis answers with an error, the connection is
-/// closed; ``RedisSubscriber`` then reconnects.
+/// closed; ``RedisSubscriber`` then reconnects. Once subscribed it sends `PING` every `pingInterval`; a ping still
+/// unanswered at the next one means the connection is half-open (or Redis is stuck), and it is closed too, so that a
+/// silent gap in the feed is found within two intervals and the consumer resynchronises after the reconnect.
 final class RedisPubSubHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -21,14 +23,19 @@ final class RedisPubSubHandler: ChannelInboundHandler {
     private var confirmedChannels = 0
     private var isSubscribed = false
     private var setupTimer: Scheduled<Void>?
+    private let pingInterval: TimeAmount
+    private var pingTimer: Scheduled<Void>?
+    private var pingsUnanswered = 0
 
     init(
         channels: [String],
         password: String?,
         setupTimeout: TimeAmount,
+        pingInterval: TimeAmount = .seconds(1),
         logger: Logger,
         onEvent: @escaping @Sendable (RedisPubSubEvent) -> Void
     ) {
+        self.pingInterval = pingInterval
         self.channels = channels
         self.password = password
         self.setupTimeout = setupTimeout
@@ -57,6 +64,8 @@ final class RedisPubSubHandler: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         self.setupTimer?.cancel()
         self.setupTimer = nil
+        self.pingTimer?.cancel()
+        self.pingTimer = nil
         context.fireChannelInactive()
     }
 
@@ -77,6 +86,22 @@ final class RedisPubSubHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
+    private func startPinging(context: ChannelHandlerContext) {
+        self.pingTimer = context.eventLoop.assumeIsolated().scheduleTask(in: self.pingInterval) {
+            guard context.channel.isActive else { return }
+            guard self.pingsUnanswered == 0 else {
+                self.logger.warning("Redis did not answer a ping on the subscription connection, reconnecting")
+                context.close(promise: nil)
+                return
+            }
+            self.pingsUnanswered += 1
+            var bytes = context.channel.allocator.buffer(capacity: 16)
+            RedisCommandEncoder.encode(["PING"], into: &bytes)
+            context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
+            self.startPinging(context: context)
+        }
+    }
+
     private func handle(_ value: RedisValue, context: ChannelHandlerContext) {
         if case .error(let message) = value {
             self.logger.error("Redis refused the subscription, reconnecting", metadata: ["error": "\(message)"])
@@ -87,11 +112,14 @@ final class RedisPubSubHandler: ChannelInboundHandler {
             self.setupRepliesPending -= 1
             return
         }
-        guard let items = value.array, items.count >= 3, let kind = items[0].string else {
+        // Pushes are arrays: ["message", channel, payload], ["subscribe", channel, count], ["pong", ""].
+        guard let items = value.array, items.count >= 2, let kind = items[0].string else {
             return
         }
         switch kind {
-        case "message":
+        case "pong":
+            self.pingsUnanswered = 0
+        case "message" where items.count >= 3:
             self.onEvent(.message(channel: items[1].string ?? "", payload: items[2].bytes ?? []))
         case "subscribe":
             self.confirmedChannels += 1
@@ -100,6 +128,7 @@ final class RedisPubSubHandler: ChannelInboundHandler {
                 self.setupTimer?.cancel()
                 self.setupTimer = nil
                 self.logger.debug("Subscribed to redis channels", metadata: ["channels": "\(self.channels)"])
+                self.startPinging(context: context)
                 self.onEvent(.subscribed)
             }
         default:

@@ -7,7 +7,7 @@ import Testing
 /// ARCHITECTURE "Fan-out": a device that stops reading has its queue capped and is disconnected (counted as gone).
 @Suite struct SlowConsumerTests {
     @Test func aDeviceThatStopsReadingIsDisconnectedAndGoesOffline() async throws {
-        let smallQueues: (inout ServerConfiguration) -> Void = { $0.sessionQueueLimit = 8 }
+        let smallQueues: (inout ServerConfiguration) -> Void = { $0.sessionBacklogBytes = 8 * 1024 }
         try await withStatusd(.live, configure: smallQueues) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["alice", "slow"])

@@ -1,8 +1,9 @@
 import Hummingbird
-import HummingbirdWebSocket
+import HummingbirdCore
 import Logging
 import RedisClient
 import ServiceLifecycle
+import StatusCore
 
 /// Builds a statusd node: the HTTP and WebSocket router over the shared services, with the Redis client running as a
 /// service that starts before the server and stops after it. Tests call this too.
@@ -18,20 +19,27 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     UserRoutes(services: services).register(on: router)
     StatusRoutes(services: services).register(on: router)
     let index = FanoutIndex()
-    let fanout = FanoutService(index: index, services: services, logger: logger)
-    DeviceGateway(services: services, index: index, fanout: fanout).register(on: router)
+    let work = DeviceWorkQueue()
+    let fanout = FanoutService(index: index, services: services, work: work, logger: logger)
+    var limits = DeviceConnectionStateMachine.Limits()
+    limits.backlogBytes = configuration.sessionBacklogBytes
+    let gateway = DeviceGateway(services: services, index: index, fanout: fanout, work: work, limits: limits)
+    router.get(RouterPath(DeviceGateway.path)) { _, _ -> Response in
+        throw StatusError(.invalidRequest, "GET /v1/connect needs a WebSocket upgrade")
+    }
+    let http = HTTP1Channel.Configuration(idleTimeout: .seconds(configuration.httpIdleTimeoutSeconds))
     var app = Application(
         router: router,
-        server: .http1WebSocketUpgrade(
-            webSocketRouter: router,
-            configuration: .init(http1: .init(additionalChannelHandlers: [UpgradeRejectionHandler()]), ws: .init(maxFrameSize: 1 << 16))
-        ),
+        server: HTTPServerBuilder { responder in
+            DeviceServerChannel(responder: responder, gateway: gateway, http: http)
+        },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "statusd"),
         logger: logger
     )
     app.addServices(
         redis,
         ScriptPreloader(redis: redis, scripts: services.scripts, logger: logger),
+        work,
         fanout,
         HousekeepingService(services: services, index: index, logger: logger),
         WebhookDispatcher(services: services)

@@ -15,8 +15,12 @@ public struct ServerConfiguration: Sendable {
     public var nodeId: String
     /// How long a node's lease lasts without renewal; survivors clean up after a node silent for this long.
     public var nodeLeaseSeconds: Int
-    /// Outbound messages a device may have queued before it is disconnected as too slow.
-    public var sessionQueueLimit: Int
+    /// Bytes of events a device may have waiting (its socket full) before it is disconnected as too slow.
+    public var sessionBacklogBytes: Int
+    /// Seconds an HTTP connection may stay idle (no request in progress) before it is closed.
+    public var httpIdleTimeoutSeconds: Int64
+    /// How often the node looks for silent devices (their heartbeat timeout) and renews its lease bookkeeping.
+    public var housekeepingInterval: Duration
 
     /// Creates a configuration.
     public init(
@@ -26,7 +30,9 @@ public struct ServerConfiguration: Sendable {
         adminKey: String,
         nodeId: String = "node-" + UUID().uuidString.prefix(8).lowercased(),
         nodeLeaseSeconds: Int = 15,
-        sessionQueueLimit: Int = 1024
+        sessionBacklogBytes: Int = 256 * 1024,
+        housekeepingInterval: Duration = .milliseconds(500),
+        httpIdleTimeoutSeconds: Int64 = 60
     ) {
         self.host = host
         self.port = port
@@ -34,6 +40,8 @@ public struct ServerConfiguration: Sendable {
         self.adminKey = adminKey
         self.nodeId = nodeId
         self.nodeLeaseSeconds = nodeLeaseSeconds
-        self.sessionQueueLimit = sessionQueueLimit
+        self.sessionBacklogBytes = sessionBacklogBytes
+        self.housekeepingInterval = housekeepingInterval
+        self.httpIdleTimeoutSeconds = httpIdleTimeoutSeconds
     }
 }

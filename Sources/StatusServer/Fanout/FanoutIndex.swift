@@ -15,6 +15,10 @@ final class FanoutIndex: Sendable {
         /// appId → role → sessions with a `roles:` scope naming it.
         var scopeRoles: [String: [String: [String: DeviceSession]]] = [:]
         var sessionCount = 0
+        /// The last relationship load started (loads are numbered in the order they start).
+        var loadSequence: UInt64 = 0
+        /// target → the version of its status this node delivered last, for the resynchronisation after a gap.
+        var versions: [AppUser: Int64] = [:]
     }
 
     private let state = Mutex(State())
@@ -64,12 +68,50 @@ final class FanoutIndex: Sendable {
         }
     }
 
-    /// Replaces a local user's relationships and the index edges that come from them.
-    func update(_ key: AppUser, relations: Relations) {
+    /// Numbers a relationship load about to start; pass the number to ``update(_:relations:sequence:)``.
+    func beginRelationsLoad() -> UInt64 {
         state.withLock { state in
-            guard state.users[key] != nil else { return }
-            Self.setRelations(relations, for: key, in: &state)
+            state.loadSequence += 1
+            return state.loadSequence
         }
+    }
+
+    /// Replaces a local user's relationships and the index edges that come from them, unless a load that started
+    /// later was applied already (a read that started earlier may have missed a change the later one saw).
+    /// Returns whether it applied.
+    @discardableResult
+    func update(_ key: AppUser, relations: Relations, sequence: UInt64) -> Bool {
+        state.withLock { state in
+            guard let user = state.users[key], sequence > user.relationsSequence else { return false }
+            state.users[key]?.relationsSequence = sequence
+            Self.setRelations(relations, for: key, in: &state)
+            return true
+        }
+    }
+
+    /// Every user whose changes a local device may hear about through its relationships or as its own: the users
+    /// re-read after a gap in the bus feed, by app.
+    func watchedTargets() -> [String: [String]] {
+        state.withLock { state in Self.pruneVersions(&state).mapValues { Array($0) } }
+    }
+
+    /// Forgets the delivered versions of users nobody here watches any more (the housekeeping calls it).
+    func pruneVersions() {
+        state.withLock { state in _ = Self.pruneVersions(&state) }
+    }
+
+    private static func pruneVersions(_ state: inout State) -> [String: Set<String>] {
+        var targets: [String: Set<String>] = [:]
+        for key in state.users.keys { targets[key.appId, default: []].insert(key.userId) }
+        for key in state.subscribers.keys { targets[key.appId, default: []].insert(key.userId) }
+        for key in state.friendsOf.keys { targets[key.appId, default: []].insert(key.userId) }
+        state.versions = state.versions.filter { targets[$0.key.appId]?.contains($0.key.userId) == true }
+        return targets
+    }
+
+    /// Whether `status` differs from the version this node delivered last (or nothing was delivered of it yet).
+    func hasMoved(_ status: UserStatus, appId: String) -> Bool {
+        state.withLock { $0.versions[AppUser(appId: appId, userId: status.userId)] != status.version }
     }
 
     /// The local users of `appId` among `userIds` (whose relations must be reloaded).
@@ -109,7 +151,12 @@ final class FanoutIndex: Sendable {
     func recipients(of change: StatusChange, config: AppConfig) -> [DeviceSession] {
         state.withLock { state in
             let target = AppUser(appId: change.appId, userId: change.status.userId)
+            if let known = state.versions[target], known > change.status.version {
+                // Older than what was delivered already (a resynchronisation overtook it): stale.
+                return []
+            }
             var result: [String: DeviceSession] = [:]
+            defer { if !result.isEmpty { state.versions[target] = change.status.version } }
             if config.multiDeviceSync, let own = state.users[target] {
                 result.merge(own.sessions) { first, _ in first }
             }

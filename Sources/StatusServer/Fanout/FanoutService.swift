@@ -1,38 +1,48 @@
 import Foundation
 import Logging
+import NIOCore
 import RedisClient
 import ServiceLifecycle
 import StatusCore
 
 /// Listens to the cluster bus and acts on this node's sessions: delivers status changes through the fan-out index,
-/// reloads relationships that changed, closes kicked or replaced devices, drops stale config.
+/// has relationships that changed reloaded, closes kicked or replaced devices, drops stale config. After any gap in
+/// the feed it resynchronises, so that nothing is lost (SPEC §9).
 ///
-/// The bus connection hands events over through a bounded buffer; past its limit events are dropped, counted and
-/// followed by a full resynchronisation of relationships, so memory never grows without bound.
+/// Delivery path: the bus connection pushes payloads into a bounded ``BusInbox``; this service takes everything waiting
+/// as one batch, decodes each message once, encodes each change once (``StatusEvent``), groups the recipients by the
+/// event loop of their channel and hands each loop its share in one task, which writes to every socket and flushes
+/// each once. No task, stream or Redis read per recipient.
+///
+/// Gaps: a resubscription (the connection dropped, Redis restarted, or a ping went unanswered) or an overflow of the
+/// inbox. Then every local user's relationships are reloaded, and the current status of every user watched here is
+/// read and delivered where its version differs from the one delivered last.
 final class FanoutService: Service, Sendable {
-    /// Bus events buffered between the pub/sub connection and the consumer.
-    static let bufferLimit = 65_536
+    /// Bus messages waiting between the bus connection and this service.
+    static let inboxLimit = 65_536
+    /// Statuses read per round trip when resynchronising.
+    static let resyncChunk = 500
 
     private let index: FanoutIndex
     private let services: ServerServices
     private let relations: RelationsLoader
     private let subscriber: RedisSubscriber
-    private let events: AsyncStream<RedisPubSubEvent>
-    private let continuation: AsyncStream<RedisPubSubEvent>.Continuation
+    private let inbox: BusInbox
+    private let work: DeviceWorkQueue
     private let logger: Logger
 
-    init(index: FanoutIndex, services: ServerServices, logger: Logger) {
+    init(index: FanoutIndex, services: ServerServices, work: DeviceWorkQueue, inboxLimit: Int = FanoutService.inboxLimit, logger: Logger) {
         self.index = index
         self.services = services
+        self.work = work
         self.relations = RelationsLoader(redis: services.redis)
         self.logger = logger
-        let (events, continuation) = AsyncStream.makeStream(of: RedisPubSubEvent.self, bufferingPolicy: .bufferingOldest(Self.bufferLimit))
-        self.events = events
-        self.continuation = continuation
+        let inbox = BusInbox(limit: inboxLimit)
+        self.inbox = inbox
         self.subscriber = RedisSubscriber(configuration: services.configuration.redis, channels: [BusMessage.channel], logger: logger) { event in
-            if case .dropped = continuation.yield(event) {
-                Metrics.busEventsDropped.increment()
-                continuation.yield(.subscribed)
+            switch event {
+            case .message(_, let payload): inbox.push(payload)
+            case .subscribed: inbox.markGap()
             }
         }
     }
@@ -41,44 +51,57 @@ final class FanoutService: Service, Sendable {
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 group.addTask { try await self.subscriber.run() }
-                for await event in events {
-                    await process(event)
+                while let batch = await inbox.next() {
+                    await process(batch)
                 }
                 group.cancelAll()
             }
         } onGracefulShutdown: {
-            self.continuation.finish()
+            self.inbox.finish()
         }
+        await closeAllSessions()
     }
 
-    /// Loads a user's relationships into the index (when their first session starts here).
+    /// Loads a user's relationships into the index; a load that started earlier than one already applied is dropped.
     func loadRelations(_ key: AppUser) async {
+        let sequence = index.beginRelationsLoad()
         do {
-            index.update(key, relations: try await relations.load(key))
+            index.update(key, relations: try await relations.load(key), sequence: sequence)
         } catch {
             logger.warning("relations load failed", metadata: ["user": "\(key.userId)", "error": "\(error)"])
         }
     }
 
-    private func process(_ event: RedisPubSubEvent) async {
-        switch event {
-        case .subscribed:
-            for user in index.allLocalUsers() { await loadRelations(user) }
-        case .message(_, let payload):
+    private func process(_ batch: BusInbox.Batch) async {
+        var deliveries = DeliveryBatch()
+        for payload in batch.messages {
             guard let message = try? JSONCoding.decoder.decode(BusMessage.self, from: Data(payload)) else {
                 logger.warning("undecodable bus message")
-                return
+                continue
             }
-            await process(message)
+            await process(message, into: &deliveries)
+        }
+        deliveries.send()
+        if batch.gap {
+            Metrics.busGaps.increment()
+            if await !resynchronise() {
+                // Redis is not back yet: try again shortly (the inbox wakes the loop at once, so wait here).
+                try? await Task.sleep(for: .milliseconds(250))
+                inbox.markGap()
+            }
         }
     }
 
-    private func process(_ message: BusMessage) async {
+    private func process(_ message: BusMessage, into deliveries: inout DeliveryBatch) async {
         switch message {
         case .statusChanged(let change):
-            await deliver(change)
+            guard let config = try? await services.apps.find(change.appId)?.config else { return }
+            deliveries.add(change, to: index.recipients(of: change, config: config))
         case .relationsChanged(let appId, let userIds):
-            for user in index.localUsers(appId: appId, among: userIds) { await loadRelations(user) }
+            for user in index.localUsers(appId: appId, among: userIds) {
+                // Off the delivery path; the load's sequence number keeps an older read from winning.
+                if !work.submit({ await self.loadRelations(user) }) { inbox.markGap() }
+            }
         case .devicesClosed(let appId, let userId, let devices, let reason):
             let connections = Set(devices.map(\.connection))
             for session in index.sessions(of: AppUser(appId: appId, userId: userId)) where connections.contains(session.connectionId) {
@@ -93,11 +116,48 @@ final class FanoutService: Service, Sendable {
         }
     }
 
-    private func deliver(_ change: StatusChange) async {
-        guard let config = try? await services.apps.find(change.appId)?.config else { return }
-        let recipients = index.recipients(of: change, config: config)
-        guard !recipients.isEmpty, let text = try? DeviceFrames.statusChanged(change.status) else { return }
-        for session in recipients { session.send(.text(text)) }
-        Metrics.eventsDelivered.increment(by: recipients.count)
+    /// Reloads every local user's relationships, then re-reads the status of every user watched here and delivers those
+    /// whose version moved. Returns false if Redis could not be read (to be retried).
+    private func resynchronise() async -> Bool {
+        let users = index.allLocalUsers()
+        await withTaskGroup(of: Void.self) { group in
+            for (position, user) in users.enumerated() {
+                if position >= 32 { await group.next() }
+                group.addTask { await self.loadRelations(user) }
+            }
+        }
+        for (appId, targets) in index.watchedTargets() {
+            guard let config = try? await services.apps.find(appId)?.config else { continue }
+            var start = 0
+            while start < targets.count {
+                let chunk = Array(targets[start..<min(start + Self.resyncChunk, targets.count)])
+                start += Self.resyncChunk
+                let statuses: [String: UserStatus]
+                do {
+                    statuses = try await services.statuses.statuses(appId: appId, userIds: chunk)
+                } catch {
+                    logger.debug("resynchronisation read failed", metadata: ["error": "\(error)"])
+                    return false
+                }
+                var deliveries = DeliveryBatch()
+                for status in statuses.values where index.hasMoved(status, appId: appId) {
+                    let change = StatusChange(appId: appId, change: StatusRepository.Change.status.rawValue, role: nil, status: status)
+                    deliveries.add(change, to: index.recipients(of: change, config: config))
+                    Metrics.resyncedStatuses.increment()
+                }
+                deliveries.send()
+            }
+        }
+        return true
+    }
+
+    /// On shutdown: ends every session (their devices go offline) and waits, a few seconds at most, for their
+    /// departures to be filed.
+    private func closeAllSessions() async {
+        for session in index.allSessions() { session.end(.disconnected) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while index.count > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 }

@@ -5,36 +5,77 @@ import ServiceLifecycle
 import StatusCore
 
 /// The node's periodic work, one loop for all sessions (no timer per socket):
-/// - every second, ends WebSocket sessions silent for longer than their app's `heartbeatTimeoutSeconds`;
+/// - every tick (`housekeepingInterval`, 500 ms by default), ends WebSocket sessions silent for longer than their app's
+///   `heartbeatTimeoutSeconds` (their sockets then close within the close grace period, whatever the peer does);
 /// - every second, turns backend-driven devices without a heartbeat for that long offline;
-/// - renews the node's lease and files the devices of nodes whose lease expired.
+/// - every third of a lease, renews the node's lease, files the devices of nodes whose lease expired, files its own
+///   departures that could not be written, and, when it finds its own lease had expired (the node was stalled or cut
+///   from Redis), files its live sessions online again (SPEC §9: a stalled node never leaves its users offline).
 struct HousekeepingService: Service {
     let services: ServerServices
     let index: FanoutIndex
     let logger: Logger
 
-    /// How often the loop runs.
-    static let tick: Duration = .seconds(1)
-
     func run() async throws {
         let registry = services.nodeDevices
-        let leaseEvery = max(1, registry.leaseSeconds / 3)
+        let tick = services.configuration.housekeepingInterval
+        let ticksPerSecond = max(1, Int(Duration.seconds(1) / tick))
+        let leaseEvery = max(1, registry.leaseSeconds * ticksPerSecond / 3)
         // Graceful shutdown cancels the loop at once (mid-sleep too), then the node leaves.
         try? await cancelWhenGracefulShutdown {
             var ticks = 0
+            /// Lease renewals left during which live sessions are checked against Redis after a lost lease.
+            var refileChecks = 0
             while !Task.isCancelled {
                 await endSilentSessions()
                 if ticks % leaseEvery == 0 {
-                    await guarded("lease renewal") { try await registry.renew() }
+                    await guarded("lease renewal") {
+                        if try await registry.renew() == .lost { refileChecks = 3 }
+                    }
                     await guarded("dead node cleanup") { try await cleanUpDeadNodes() }
                     await guarded("own device reconciliation") { try await fileUnfiledDepartures() }
+                    if refileChecks > 0 {
+                        refileChecks -= 1
+                        await guarded("re-filing live sessions") { try await refileLiveSessions() }
+                    }
+                    index.pruneVersions()
                 }
-                await guarded("backend device sweep") { try await sweepBackendDevices() }
+                if ticks % ticksPerSecond == 0 {
+                    await guarded("backend device sweep") { try await sweepBackendDevices() }
+                }
                 ticks += 1
-                try await Task.sleep(for: Self.tick)
+                try await Task.sleep(for: tick)
             }
         }
         await guarded("leaving") { try await registry.leave() }
+    }
+
+    /// After this node's lease expired, survivors may have filed its devices gone. Every live session whose device
+    /// record is missing is connected again (and listed under this node again); one whose device was taken over by
+    /// another connection meanwhile is closed as replaced. Checked for a few lease periods, since a survivor's cleanup
+    /// may still be running when the lease comes back.
+    private func refileLiveSessions() async throws {
+        let sessions = index.allSessions()
+        guard !sessions.isEmpty else { return }
+        logger.notice("lease was lost: checking live sessions against Redis", metadata: ["sessions": "\(sessions.count)"])
+        for session in sessions {
+            let key = RedisKeys(appId: session.appId).user(session.userId).devices
+            let stored = try await services.redis.send("HGET", key, session.deviceId)
+            if let record = DeviceRecord.decode(stored) {
+                if record.connection != session.connectionId { session.kick(reason: "replaced") }
+                continue
+            }
+            guard let app = try await services.apps.find(session.appId) else { continue }
+            try await services.nodeDevices.add(session)
+            _ = try await services.presence.connect(
+                app: app,
+                userId: session.userId,
+                deviceId: session.deviceId,
+                platform: session.platform,
+                kind: .webSocket,
+                connection: session.connectionId
+            )
+        }
     }
 
     private func endSilentSessions() async {

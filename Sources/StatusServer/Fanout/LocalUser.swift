@@ -8,6 +8,8 @@ struct LocalUser: Sendable {
     var friends: Set<String> = []
     /// Users on either side of a block with this user.
     var blocked: Set<String> = []
+    /// The sequence number of the relationship load applied last: an older load finishing later is ignored.
+    var relationsSequence: UInt64 = 0
 }
 
 /// The relationships of one user as read from Redis.

@@ -2,13 +2,22 @@ import Foundation
 import Logging
 import RedisClient
 import StatusCore
+import Synchronization
 
 /// This node's lease and the list of devices it holds, so that when a node dies the survivors turn its devices
 /// offline (SPEC §9: within 30 seconds).
-struct NodeRegistry: Sendable {
+final class NodeRegistry: Sendable {
     let redis: RedisClient
     let nodeId: String
     let leaseSeconds: Int
+    /// Whether this node renewed its lease before (its first renewal finds none, and that is no loss).
+    private let renewedOnce = Atomic<Bool>(false)
+
+    init(redis: RedisClient, nodeId: String, leaseSeconds: Int) {
+        self.redis = redis
+        self.nodeId = nodeId
+        self.leaseSeconds = leaseSeconds
+    }
 
     /// Every node's last renewal (sorted set, score = epoch ms).
     static let nodes = "st:nodes"
@@ -32,13 +41,24 @@ struct NodeRegistry: Sendable {
         _ = try await redis.send("SREM", Self.devices(nodeId), Self.member(appId, userId, deviceId, connection))
     }
 
-    /// Renews this node's lease.
-    func renew() async throws {
+    /// What a renewal found.
+    enum Renewal: Sendable, Equatable {
+        /// The lease was still held (or this is the node's first).
+        case held
+        /// The lease had expired: other nodes may have filed this node's devices gone.
+        case lost
+    }
+
+    /// Renews this node's lease; says whether it had expired meanwhile.
+    func renew() async throws -> Renewal {
         let now = WallClock.nowMs()
-        _ = try await redis.pipeline([
-            ["SET", Self.lease(nodeId), String(now), "PX", String(leaseSeconds * 1000)],
+        let replies = try await redis.pipeline([
+            ["SET", Self.lease(nodeId), String(now), "PX", String(leaseSeconds * 1000), "GET"],
             ["ZADD", Self.nodes, String(now), nodeId],
         ])
+        let hadLease = replies.first?.string != nil
+        let first = !renewedOnce.exchange(true, ordering: .relaxed)
+        return hadLease || first ? .held : .lost
     }
 
     /// Nodes whose lease has expired, other than this one.

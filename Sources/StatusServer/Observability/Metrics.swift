@@ -6,12 +6,16 @@ enum Metrics {
     static let connectedDevices = Gauge(label: "statusd_connected_devices")
     /// Users with at least one device connected to this node.
     static let onlineUsers = Gauge(label: "statusd_local_online_users")
-    /// Events written to device queues.
+    /// Events written to device sockets.
     static let eventsDelivered = Counter(label: "statusd_events_delivered_total")
-    /// Devices disconnected because their queue was full.
+    /// Devices disconnected because their backlog outgrew its bound.
     static let slowConsumers = Counter(label: "statusd_slow_consumer_disconnects_total")
     /// Bus events dropped because the node could not keep up (followed by a resync).
     static let busEventsDropped = Counter(label: "statusd_bus_events_dropped_total")
+    /// Gaps in the node's bus feed (resubscription, unanswered ping, overflow), each followed by a resynchronisation.
+    static let busGaps = Counter(label: "statusd_bus_gaps_total")
+    /// Statuses found changed by a resynchronisation and delivered again.
+    static let resyncedStatuses = Counter(label: "statusd_resynced_statuses_total")
     /// Calls rejected by the rate limit.
     static let rateLimited = Counter(label: "statusd_rate_limited_total")
     /// Redis errors seen by request handlers.

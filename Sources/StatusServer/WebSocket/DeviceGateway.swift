@@ -1,16 +1,23 @@
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
+import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import StatusCore
 
-/// `GET /v1/connect`: the device WebSocket (SPEC §7). Authenticates the upgrade, registers the session in the fan-out
-/// index, marks the device connected, then runs a reader and a writer until the socket ends, and files the departure.
+/// `GET /v1/connect`, the device WebSocket (SPEC §7), around the sessions: admits an upgrade (token, parameters,
+/// connect in Redis), runs a session's requests and files its departure. Everything asynchronous goes through the
+/// ``DeviceWorkQueue``; the sockets themselves are driven by ``DeviceChannelHandler`` on their event loops.
 struct DeviceGateway: Sendable {
     let services: ServerServices
     let index: FanoutIndex
     let fanout: FanoutService
+    let work: DeviceWorkQueue
+    let limits: DeviceConnectionStateMachine.Limits
+
+    /// The path devices connect to.
+    static let path = "/v1/connect"
 
     /// The validated parameters of a connect request.
     struct Parameters: Sendable {
@@ -21,35 +28,35 @@ struct DeviceGateway: Sendable {
         var scope: PresenceScope
     }
 
-    /// Largest request frame accepted from a device.
-    static let maxFrameBytes = 64 * 1024
-
-    func register(on router: Router<StatusRequestContext>) {
-        router.ws(
-            "v1/connect",
-            shouldUpgrade: { request, context in
-                do {
-                    _ = try await authorize(request)
-                } catch {
-                    UpgradeRejections.record(ErrorMiddleware<StatusRequestContext>.statusError(for: error), for: context.channel)
-                    throw error
-                }
-                return .upgrade([:])
-            },
-            onUpgrade: { inbound, outbound, context in
-                guard let parameters = try? await authorize(context.request) else {
-                    try await outbound.close(.policyViolation, reason: "unauthorized")
-                    return
-                }
-                try await run(parameters, inbound: inbound, outbound: outbound, channel: context.requestContext.channel, logger: context.logger)
-            }
-        )
+    /// What an upgrade request gets: a session whose handler is ready to go into the pipeline, or a refusal with the
+    /// SPEC error to answer.
+    enum Admission: Sendable {
+        case accepted(DeviceSession, welcome: ByteBuffer)
+        case refused(StatusError)
     }
 
-    /// Checks token (401) and query parameters (400) of a connect request.
-    func authorize(_ request: Request) async throws -> Parameters {
-        let query = request.uri.queryParameters
-        let token = Authenticator.bearer(request) ?? query.get("token").map { String($0) }
+    /// Admits or refuses an upgrade request; the future completes on the channel's event loop.
+    func admit(_ head: HTTPRequestHead, channel: any Channel) -> EventLoopFuture<Admission> {
+        let promise = channel.eventLoop.makePromise(of: Admission.self)
+        let queued = work.submit {
+            do {
+                let (session, welcome) = try await open(head, channel: channel)
+                promise.succeed(.accepted(session, welcome: welcome))
+            } catch {
+                promise.succeed(.refused(ErrorMiddleware<StatusRequestContext>.statusError(for: error)))
+            }
+        }
+        if !queued { promise.succeed(.refused(StatusError(.unavailable, "the node is overloaded, try again"))) }
+        return promise.futureResult
+    }
+
+    /// Checks the token (401) and the query parameters (400) of a connect request.
+    func authorize(_ head: HTTPRequestHead) async throws -> Parameters {
+        let uri = URI(head.uri)
+        let query = uri.queryParameters
+        let header = head.headers.first(name: "Authorization")
+        let bearer = header.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        let token = bearer ?? query.get("token").map { String($0) }
         guard let token, !token.isEmpty else { throw StatusError(.unauthorized, "missing token") }
         let (app, userId) = try await services.tokens.verify(token)
         let exists = try await services.users.existing(appId: app.appId, userIds: [userId])
@@ -62,31 +69,26 @@ struct DeviceGateway: Sendable {
         return Parameters(app: app, userId: userId, deviceId: deviceId, platform: platform, scope: scope)
     }
 
-    private func run(
-        _ parameters: Parameters,
-        inbound: WebSocketInboundStream,
-        outbound: WebSocketOutboundWriter,
-        channel: any Channel,
-        logger: Logger
-    ) async throws {
+    /// Authorizes, registers the session in the fan-out index (so no event is missed from here on: it waits in the
+    /// session's backlog until the welcome is written) and connects the device in Redis.
+    private func open(_ head: HTTPRequestHead, channel: any Channel) async throws -> (DeviceSession, ByteBuffer) {
+        let parameters = try await authorize(head)
         let session = DeviceSession(
             appId: parameters.app.appId,
             userId: parameters.userId,
             deviceId: parameters.deviceId,
             platform: parameters.platform,
             scope: parameters.scope,
-            queueLimit: services.configuration.sessionQueueLimit,
-            dropConnection: { channel.close(promise: nil) }
+            eventLoop: channel.eventLoop
         )
-        try? await channel.pipeline.addHandler(ActivityHandler(session: session), position: .first).get()
+        let gateway = self
+        try await channel.eventLoop.submit {
+            session.channelHandler = DeviceChannelHandler(session: session, gateway: gateway, limits: gateway.limits)
+        }.get()
         if index.add(session) {
             await fanout.loadRelations(AppUser(appId: session.appId, userId: session.userId))
         }
         recordGauges()
-        defer {
-            index.remove(session)
-            recordGauges()
-        }
         let status: UserStatus
         do {
             try await services.nodeDevices.add(session)
@@ -99,79 +101,72 @@ struct DeviceGateway: Sendable {
                 connection: session.connectionId
             )
         } catch {
-            let mapped = ErrorMiddleware<StatusRequestContext>.statusError(for: error)
-            try? await outbound.writeTextMessage(DeviceFrames.failure(id: .null, mapped))
-            try? await outbound.close(.unexpectedServerError, reason: mapped.code.rawValue)
-            try? await services.nodeDevices.remove(session)
-            return
+            await abandon(session, app: parameters.app)
+            throw error
         }
+        // From here the device is online in Redis: whenever the channel closes (now, if it already has), the
+        // handler files its departure.
+        channel.closeFuture.whenComplete { _ in session.channelHandler?.channelClosed() }
         let welcome = DeviceFrames.Welcome(
             userId: session.userId,
             deviceId: session.deviceId,
             heartbeatSeconds: parameters.app.config.heartbeatIntervalSeconds,
             status: status
         )
-        try? await outbound.writeTextMessage(JSONCoding.string(welcome))
-        await withDiscardingTaskGroup { group in
-            group.addTask { await write(session, to: outbound) }
-            group.addTask { await read(inbound, session: session) }
-        }
-        await depart(session, logger: logger)
+        return (session, WebSocketWire.text(try JSONCoding.string(welcome)))
     }
 
-    private func recordGauges() {
-        Metrics.connectedDevices.record(index.count)
-        Metrics.onlineUsers.record(index.userCount)
-    }
-
-    /// Writes queued messages in order until the queue ends, then closes the socket.
-    private func write(_ session: DeviceSession, to outbound: WebSocketOutboundWriter) async {
-        for await message in session.outbound {
-            if session.endedBecause == .tooSlow { break }
-            switch message {
-            case .text(let text):
-                do { try await outbound.writeTextMessage(text) } catch { session.end(.disconnected) }
-            case .kick(let reason):
-                try? await outbound.writeTextMessage(DeviceFrames.kicked(reason))
-            }
-        }
-        let tooSlow = session.endedBecause == .tooSlow
-        if tooSlow { Metrics.slowConsumers.increment() }
-        try? await outbound.close(tooSlow ? .policyViolation : .normalClosure, reason: tooSlow ? "too slow" : nil)
-    }
-
-    /// Reads request frames and queues their replies, until the socket closes or the session ends.
-    private func read(_ inbound: WebSocketInboundStream, session: DeviceSession) async {
-        let handler = DeviceRequestHandler(services: services)
+    /// A connect that failed (or whose answer was lost) may still have been applied: removes the device by its
+    /// connection id. If even that fails, the node's device list keeps it, and the node's reconciliation files it.
+    private func abandon(_ session: DeviceSession, app: AppRecord) async {
+        index.remove(session)
+        recordGauges()
         do {
-            for try await message in inbound.messages(maxSize: Self.maxFrameBytes) {
-                session.touch()
-                guard case .text(let text) = message else {
-                    session.send(.text(DeviceFrames.failure(id: .null, StatusError(.invalidRequest, "binary frames are not supported"))))
-                    continue
-                }
-                let (reply, after) = await handler.handle(text, session: session)
-                session.send(.text(reply))
-                if case .close = after {
-                    session.end(.removed)
-                    return
-                }
-                if session.endedBecause != nil { return }
-            }
+            try await services.presence.remove(
+                app: app,
+                userId: session.userId,
+                deviceIds: [session.deviceId],
+                because: .disconnect,
+                connection: session.connectionId
+            )
+            try await services.nodeDevices.remove(session)
         } catch {
-            // A protocol error or an oversized frame ends the connection like a drop.
+            services.logger.debug("a failed connect is left to reconciliation", metadata: ["error": "\(error)"])
         }
-        session.end(.disconnected)
     }
 
-    /// Files how the device left: a drop, a timeout or a slow consumer make it gone (offline if last); a logout, kick
-    /// or replacement was already written.
-    private func depart(_ session: DeviceSession, logger: Logger) async {
+    /// Runs a request of a session and hands its reply to the session's handler.
+    func execute(_ request: ByteBuffer, for session: DeviceSession, replyingTo handler: NIOLoopBound<DeviceChannelHandler>) {
+        let requests = DeviceRequestHandler(services: services)
+        let queued = work.submit {
+            let (reply, after) = await requests.handle(request, session: session)
+            let frame = WebSocketWire.text(reply)
+            session.eventLoop.execute { handler.value.requestFinished(frame, closeAfter: after == .close) }
+        }
+        if !queued {
+            let refusal = WebSocketWire.text(DeviceRequestHandler.refusal(of: request, StatusError(.unavailable, "the node is overloaded")))
+            session.eventLoop.execute { handler.value.requestFinished(refusal, closeAfter: false) }
+        }
+    }
+
+    /// Files how the device left, once its channel has closed: a drop, a timeout or a slow consumer make it gone
+    /// (offline if last); a logout, kick or replacement was already written.
+    func depart(_ session: DeviceSession, because ending: DeviceSession.Ending) {
+        if ending == .tooSlow { Metrics.slowConsumers.increment() }
+        let queued = work.submit { await fileDeparture(session, because: ending) }
+        if !queued {
+            // Still on the node's device list: its reconciliation files the departure.
+            index.remove(session)
+            recordGauges()
+        }
+    }
+
+    private func fileDeparture(_ session: DeviceSession, because ending: DeviceSession.Ending) async {
         let departure: PresenceOperations.Departure?
-        switch session.endedBecause {
+        switch ending {
         case .removed: departure = nil
         case .timedOut: departure = .timeout
-        case .disconnected, .tooSlow, nil: departure = .disconnect
+        case .disconnected, .tooSlow: departure = .disconnect
         }
         do {
             if let departure, let app = try await services.apps.find(session.appId) {
@@ -183,10 +178,17 @@ struct DeviceGateway: Sendable {
                     connection: session.connectionId
                 )
             }
-            // Only once the departure is filed: until then the node's device list lets a survivor file it.
+            // Only once the departure is filed: until then the node's device list lets its reconciliation file it.
             try await services.nodeDevices.remove(session)
         } catch {
-            logger.warning("could not file a departure", metadata: ["user": "\(session.userId)", "error": "\(error)"])
+            services.logger.warning("could not file a departure", metadata: ["user": "\(session.userId)", "error": "\(error)"])
         }
+        index.remove(session)
+        recordGauges()
+    }
+
+    private func recordGauges() {
+        Metrics.connectedDevices.record(index.count)
+        Metrics.onlineUsers.record(index.userCount)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import StatusCore
 
 /// Answers the JSON requests of a device (SPEC §7): the four operations, `heartbeat` and `logout`, through the same
@@ -21,9 +22,9 @@ struct DeviceRequestHandler: Sendable {
         case close
     }
 
-    /// Handles one text frame and returns the reply frame to send.
-    func handle(_ text: String, session: DeviceSession) async -> (reply: String, after: After) {
-        let data = Data(text.utf8)
+    /// Handles one text message and returns the reply frame to send.
+    func handle(_ message: ByteBuffer, session: DeviceSession) async -> (reply: String, after: After) {
+        let data = Data(message.readableBytesView)
         guard case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: data) else {
             return (DeviceFrames.failure(id: .null, StatusError(.invalidRequest, "a frame must be a JSON object with id and op")), .keepOpen)
         }
@@ -63,6 +64,17 @@ struct DeviceRequestHandler: Sendable {
             if mapped.code == .rateLimited { Metrics.rateLimited.increment() }
             return (DeviceFrames.failure(id: id, mapped), .keepOpen)
         }
+    }
+
+    /// The error reply to a request that is not run (`request` nil for a frame that is not one, e.g. binary): echoes
+    /// the request's `id` when it has one.
+    static func refusal(of request: ByteBuffer?, _ error: StatusError) -> String {
+        var id = JSONValue.null
+        if let request, case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: Data(request.readableBytesView)) {
+            id = fields["id"] ?? .null
+        }
+        if error.code == .rateLimited { Metrics.rateLimited.increment() }
+        return DeviceFrames.failure(id: id, error)
     }
 
     /// The heartbeat answer.

@@ -45,8 +45,21 @@ final class ChildNode: Sendable {
         process.waitUntilExit()
     }
 
+    /// Stops the node (SIGSTOP) like a stalled process: its sockets stay open, it answers nothing.
+    func pause() {
+        kill(process.processIdentifier, SIGSTOP)
+    }
+
+    /// Lets a paused node run again (SIGCONT).
+    func resume() {
+        kill(process.processIdentifier, SIGCONT)
+    }
+
     deinit {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGCONT)
+            kill(process.processIdentifier, SIGKILL)
+        }
     }
 
     private static func get(_ url: String) async throws -> Int {

@@ -97,8 +97,16 @@ final class TestDevice: Sendable {
         writer.withLock { $0 = outbound }
     }
 
+    /// Keeps a received frame; an `onUserStatusChanged` that coalesces several statuses is kept as one frame per
+    /// status, in order, so tests look at each change alone.
     fileprivate func record(_ text: String) {
         let frame = (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .string(text)
+        if frame["event"].string == "onUserStatusChanged", case .array(let statuses) = frame["statuses"], statuses.count > 1 {
+            received.withLock { frames in
+                for status in statuses { frames.append(["event": "onUserStatusChanged", "statuses": [status]]) }
+            }
+            return
+        }
         received.withLock { $0.append(frame) }
     }
 

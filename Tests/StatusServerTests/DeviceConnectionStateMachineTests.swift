@@ -1,0 +1,240 @@
+import NIOCore
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// The device connection's lifecycle as a pure value (no socket, no clock): what is written, when it closes, what is
+/// filed.
+@Suite struct DeviceConnectionStateMachineTests {
+    typealias Machine = DeviceConnectionStateMachine
+
+    private func status(_ userId: String, version: Int64) -> UserStatus {
+        UserStatus(userId: userId, statusType: .online, customStatus: nil, lastActiveAt: nil, version: version, onlineDevices: [])
+    }
+
+    private func event(_ userId: String, version: Int64) throws -> StatusEvent {
+        try StatusEvent(status(userId, version: version))
+    }
+
+    private func openMachine(limits: Machine.Limits = Machine.Limits(), nowMs: Int64 = 0) -> Machine {
+        var machine = Machine(limits: limits, nowMs: nowMs)
+        _ = machine.attached(welcome: WebSocketWire.text("welcome"))
+        return machine
+    }
+
+    private func request(_ text: String) -> Machine.Frame {
+        .text(ByteBuffer(string: text), fin: true)
+    }
+
+    /// The payload of an unmasked server frame with a short header.
+    private func payload(_ frame: ByteBuffer) -> String {
+        var frame = frame
+        _ = frame.readInteger(as: UInt8.self)
+        let length = frame.readInteger(as: UInt8.self)!
+        if length == 126 { _ = frame.readInteger(as: UInt16.self) }
+        return frame.readString(length: frame.readableBytes)!
+    }
+
+    private func closeCode(_ frame: ByteBuffer) -> UInt16? {
+        guard frame.getInteger(at: 0, as: UInt8.self) == 0x88 else { return nil }
+        return frame.getInteger(at: 2, as: UInt16.self)
+    }
+
+    @Test func eventsThatArriveBeforeTheWelcomeFollowItCoalesced() throws {
+        var machine = Machine(nowMs: 0)
+        #expect(machine.deliver(try event("bob", version: 1)) == .none)
+        #expect(machine.deliver(try event("bob", version: 2)) == .none)
+        guard case .writeAndFlush(let frames) = machine.attached(welcome: WebSocketWire.text("hello")) else {
+            Issue.record("the welcome was not written")
+            return
+        }
+        #expect(frames.count == 2)
+        #expect(payload(frames[0]) == "hello")
+        let coalesced = payload(frames[1])
+        #expect(coalesced.hasPrefix(#"{"event":"onUserStatusChanged","statuses":[{"#))
+        #expect(coalesced.components(separatedBy: #""version":"#).count == 3, "both versions are kept: \(coalesced)")
+    }
+
+    @Test func aWritableSocketGetsTheSharedFrameWithoutAFlush() throws {
+        var machine = openMachine()
+        let shared = try event("bob", version: 3)
+        #expect(machine.deliver(shared) == .write(shared.frame))
+    }
+
+    @Test func aFullSocketGetsItsBacklogAsOneFrameInOrderOnceItDrains() throws {
+        var machine = openMachine()
+        #expect(machine.writabilityChanged(isWritable: false) == .none)
+        for version in 1...3 { #expect(machine.deliver(try event("bob", version: Int64(version))) == .none) }
+        guard case .writeAndFlush(let frames) = machine.writabilityChanged(isWritable: true), frames.count == 1 else {
+            Issue.record("the backlog was not written as one frame")
+            return
+        }
+        let text = payload(frames[0])
+        let v1 = try #require(text.range(of: #""version":1"#))
+        let v2 = try #require(text.range(of: #""version":2"#))
+        let v3 = try #require(text.range(of: #""version":3"#))
+        #expect(v1.lowerBound < v2.lowerBound && v2.lowerBound < v3.lowerBound)
+        // Drained: the next event goes straight out again.
+        let next = try event("bob", version: 4)
+        #expect(machine.deliver(next) == .write(next.frame))
+    }
+
+    @Test func aDeviceWhoseBacklogOutgrowsItsBoundIsCutOffAndFiledAsGone() throws {
+        var limits = Machine.Limits()
+        limits.backlogBytes = 1024
+        var machine = openMachine(limits: limits)
+        _ = machine.writabilityChanged(isWritable: false)
+        var action = Machine.Action.none
+        var delivered = 0
+        while action == .none, delivered < 1000 {
+            action = machine.deliver(try event("bob", version: Int64(delivered)))
+            delivered += 1
+        }
+        #expect(action == .closeNow)
+        #expect(delivered < 100, "cut off only after \(delivered) events")
+        #expect(machine.deliver(try event("bob", version: 9999)) == .none)
+        #expect(machine.channelClosed() == .fileDeparture(.tooSlow))
+    }
+
+    @Test func requestsRunOneAtATimeInOrder() {
+        var machine = openMachine()
+        #expect(machine.received(request(#"{"id":"1"}"#), nowMs: 0) == .execute(ByteBuffer(string: #"{"id":"1"}"#)))
+        #expect(machine.received(request(#"{"id":"2"}"#), nowMs: 0) == .none)
+        #expect(!machine.wantsToRead, "reading pauses while a request waits")
+        let reply = ByteBuffer(string: "r1")
+        #expect(machine.requestFinished(reply, closeAfter: false) == .replyAndExecute(reply: reply, next: ByteBuffer(string: #"{"id":"2"}"#)))
+        #expect(machine.wantsToRead)
+        #expect(machine.requestFinished(ByteBuffer(string: "r2"), closeAfter: false) == .writeAndFlush([ByteBuffer(string: "r2")]))
+    }
+
+    @Test func aSocketMayBurstOneHundredRequestsThenFiftyASecond() {
+        var machine = openMachine()
+        for _ in 0..<100 {
+            #expect(machine.received(request("{}"), nowMs: 0) == .execute(ByteBuffer(string: "{}")))
+            _ = machine.requestFinished(ByteBuffer(string: "ok"), closeAfter: false)
+        }
+        guard case .refuse(let refused, let error) = machine.received(request(#"{"id":"x"}"#), nowMs: 0) else {
+            Issue.record("the 101st request was not refused")
+            return
+        }
+        #expect(refused == ByteBuffer(string: #"{"id":"x"}"#))
+        #expect(error.code == .rateLimited)
+        #expect(error.retryAfterMs == 20)
+        // 20 ms later one token is back (50 per second).
+        #expect(machine.received(request("{}"), nowMs: 20) == .execute(ByteBuffer(string: "{}")))
+    }
+
+    @Test func unmaskedFramesCloseWithProtocolError() {
+        var machine = openMachine()
+        guard case .closeAfterWriting(let frames) = machine.received(.malformed("client frames must be masked"), nowMs: 0) else {
+            Issue.record("not closed")
+            return
+        }
+        #expect(frames.count == 1)
+        #expect(closeCode(frames[0]) == 1002)
+        #expect(machine.channelClosed() == .fileDeparture(.disconnected))
+    }
+
+    @Test func invalidUTF8TextClosesWith1007() {
+        var machine = openMachine()
+        var bad = ByteBuffer()
+        bad.writeBytes([0x7B, 0xFF, 0xFE, 0x7D])
+        guard case .closeAfterWriting(let frames) = machine.received(.text(bad, fin: true), nowMs: 0) else {
+            Issue.record("not closed")
+            return
+        }
+        #expect(frames.map(closeCode) == [1007])
+    }
+
+    @Test func fragmentedTextIsReassembledAndAStrayContinuationIsAProtocolError() {
+        var machine = openMachine()
+        #expect(machine.received(.text(ByteBuffer(string: #"{"id":"#), fin: false), nowMs: 0) == .none)
+        #expect(machine.received(.continuation(ByteBuffer(string: #""7"}"#), fin: true), nowMs: 0) == .execute(ByteBuffer(string: #"{"id":"7"}"#)))
+        var other = openMachine()
+        guard case .closeAfterWriting(let frames) = other.received(.continuation(ByteBuffer(string: "x"), fin: true), nowMs: 0) else {
+            Issue.record("not closed")
+            return
+        }
+        #expect(frames.map(closeCode) == [1002])
+    }
+
+    @Test func aKickWritesItsEventAndACloseFrameThenTheDepartureIsNotFiledAgain() {
+        var machine = openMachine()
+        let kicked = WebSocketWire.text(#"{"event":"kicked","reason":"kicked"}"#)
+        guard case .closeAfterWriting(let frames) = machine.end(.removed, farewell: [kicked]) else {
+            Issue.record("not closed")
+            return
+        }
+        #expect(frames.first == kicked)
+        #expect(frames.map(closeCode) == [nil, 1000])
+        // The first reason wins; a late timeout changes nothing.
+        #expect(machine.end(.timedOut, farewell: []) == .none)
+        #expect(machine.channelClosed() == .fileDeparture(.removed))
+        #expect(machine.channelClosed() == .none)
+    }
+
+    @Test func aTimedOutSessionClosesWithGoingAwayAndIsFiledAsATimeout() {
+        var machine = openMachine()
+        guard case .closeAfterWriting(let frames) = machine.end(.timedOut, farewell: []) else {
+            Issue.record("not closed")
+            return
+        }
+        #expect(frames.map(closeCode) == [1001])
+        #expect(machine.channelClosed() == .fileDeparture(.timedOut))
+    }
+
+    @Test func aLogoutRepliesThenClosesWithoutFilingAgain() {
+        var machine = openMachine()
+        _ = machine.received(request(#"{"op":"logout"}"#), nowMs: 0)
+        let reply = ByteBuffer(string: "bye")
+        guard case .closeAfterWriting(let frames) = machine.requestFinished(reply, closeAfter: true) else {
+            Issue.record("not closed")
+            return
+        }
+        #expect(frames.first == reply)
+        #expect(machine.channelClosed() == .fileDeparture(.removed))
+    }
+
+    @Test func thePeersCloseIsAnsweredAndItsAnswerToOursClosesAtOnce() {
+        var machine = openMachine()
+        guard case .closeAfterWriting(let frames) = machine.received(.close, nowMs: 0) else {
+            Issue.record("the peer's close was not answered")
+            return
+        }
+        #expect(frames.map(closeCode) == [1000])
+        var ending = openMachine()
+        _ = ending.end(.removed, farewell: [])
+        #expect(ending.wantsToRead, "a closing socket reads on to see the peer's answer")
+        #expect(ending.received(.close, nowMs: 0) == .closeNow)
+    }
+
+    @Test func aSessionEndedBeforeItsWelcomeGetsTheWelcomeThenItsFarewell() {
+        var machine = Machine(nowMs: 0)
+        let kicked = WebSocketWire.text("kicked")
+        #expect(machine.end(.removed, farewell: [kicked]) == .none)
+        let welcome = WebSocketWire.text("welcome")
+        guard case .closeAfterWriting(let frames) = machine.attached(welcome: welcome) else {
+            Issue.record("not closed")
+            return
+        }
+        #expect(frames.count == 3)
+        #expect(frames[0] == welcome && frames[1] == kicked && closeCode(frames[2]) == 1000)
+    }
+
+    @Test func aFullSocketStopsReading() {
+        var machine = openMachine()
+        #expect(machine.wantsToRead)
+        _ = machine.writabilityChanged(isWritable: false)
+        #expect(!machine.wantsToRead)
+        _ = machine.writabilityChanged(isWritable: true)
+        #expect(machine.wantsToRead)
+    }
+
+    @Test func aRequestAnsweredAfterTheSocketClosedIsDropped() {
+        var machine = openMachine()
+        _ = machine.received(request("{}"), nowMs: 0)
+        _ = machine.channelClosed()
+        #expect(machine.requestFinished(ByteBuffer(string: "late"), closeAfter: false) == .none)
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import Logging
+import RedisClient
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §7 and §9 under faults injected for real: silent peers, peers that break the protocol, a dropped bus
+/// connection, a stalled node. Every session ends with its TCP connection closed, and nothing is lost.
+@Suite struct LivenessTests {
+    @Test func aSilentDeviceGoesOfflineWithinItsTimeoutAndItsSocketIsClosed() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "heartbeatTimeoutSeconds": 5])
+            try await app.createUsers(["ghost", "watcher"])
+            _ = try await app.call(.post, "/users/watcher/subscriptions", ["userIds": ["ghost"]])
+            try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1")) { watcher, _ in
+                // Connects, then neither reads nor sends anything: a phone whose network vanished.
+                let silent = try RawWebSocket(
+                    port: api.client.port!,
+                    path: "/v1/connect?deviceId=g1&platform=ios",
+                    token: try await app.token(for: "ghost")
+                )
+                let connected = ContinuousClock.now
+                #expect(try await watcher.nextStatus(of: "ghost")["statusType"].string == "online")
+                // The watcher heartbeats (the timeout applies to it too) while it waits.
+                var offline: JSONValue = .null
+                while offline == .null, ContinuousClock.now - connected < .seconds(9) {
+                    try await watcher.send(["id": "hb", "op": "heartbeat"])
+                    offline = (try? await watcher.nextStatus(of: "ghost", timeout: .seconds(1))) ?? .null
+                }
+                #expect(offline["statusType"].string == "offline")
+                #expect(ContinuousClock.now - connected <= .seconds(7), "offline later than heartbeatTimeoutSeconds + 2 s")
+                // The server closed the TCP connection itself, after its close frame (1001, going away).
+                let bytes = try silent.readUntilClosed(timeout: .seconds(2))
+                #expect(Self.closeCode(in: bytes) == 1001)
+            }
+        }
+    }
+
+    @Test func unmaskedFramesAndInvalidUTF8CloseTheSocketWithTheirCodes() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            let token = try await app.token(for: "alice")
+            let unmasked = try RawWebSocket(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", token: token)
+            try await Task.sleep(for: .milliseconds(200))
+            try unmasked.send(RawWebSocket.textFrame(#"{"id":"1","op":"heartbeat"}"#, masked: false))
+            let closed = try unmasked.readUntilClosed(timeout: .seconds(3))
+            #expect(Self.closeCode(in: closed) == 1002)
+
+            let garbled = try RawWebSocket(port: api.client.port!, path: "/v1/connect?deviceId=d2&platform=web", token: token)
+            try await Task.sleep(for: .milliseconds(200))
+            var frame = RawWebSocket.textFrame("{\"id\":\"1\"}")
+            frame[6] ^= 0xFF  // the first payload byte becomes 0x84: not UTF-8
+            try garbled.send(frame)
+            #expect(Self.closeCode(in: try garbled.readUntilClosed(timeout: .seconds(3))) == 1007)
+            // Both devices went away like any dropped socket.
+            try await Task.sleep(for: .milliseconds(300))
+            let status = try await app.call(.post, "/status/query", ["userIds": ["alice"]])
+            #expect(status.body["statuses"][0]["statusType"].string == "offline")
+        }
+    }
+
+    @Test func aKickedDeviceThatNeverReadsIsClosedWithinTwoSeconds() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            let device = try RawWebSocket(
+                port: api.client.port!,
+                path: "/v1/connect?deviceId=d1&platform=web",
+                token: try await app.token(for: "alice")
+            )
+            try await Task.sleep(for: .milliseconds(300))
+            let kicked = try await app.call(.post, "/users/alice/kick", [:])
+            #expect(kicked.body["kicked"] == ["d1"])
+            let bytes = try device.readUntilClosed(timeout: .seconds(2))
+            #expect(String(decoding: bytes, as: UTF8.self).contains(#""event":"kicked""#))
+        }
+    }
+
+    @Test func aSocketMayNotSendMoreThanItsRequestBurst() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            try await app.withDevice(port: api.client.port!, userId: "alice", DeviceOptions(deviceId: "d1")) { device, _ in
+                for index in 0..<140 { try await device.send(["id": .string("h\(index)"), "op": "heartbeat"]) }
+                var limited = 0
+                var answered = 0
+                for index in 0..<140 {
+                    let reply = try await device.next(timeout: .seconds(5)) { $0["id"].string == "h\(index)" }
+                    answered += 1
+                    if reply["error"]["code"].string == "RATE_LIMITED" {
+                        limited += 1
+                        #expect((reply["error"]["retryAfterMs"].int ?? 0) > 0)
+                    }
+                }
+                #expect(answered == 140)
+                #expect(limited >= 30, "only \(limited) of 140 requests sent at once were limited (burst 100)")
+                #expect(limited <= 40)
+            }
+        }
+    }
+
+    @Test func changesPublishedWhileTheBusConnectionIsDownStillArrive() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            let targets = (0..<20).map { "t\($0)" }
+            try await app.createUsers(["watcher"] + targets)
+            _ = try await app.call(.post, "/users/watcher/subscriptions", ["userIds": .array(targets.map(JSONValue.string))])
+            try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1")) { watcher, _ in
+                let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fault"))
+                try await withThrowingDiscardingTaskGroup { group in
+                    group.addTask { try await redis.run() }
+                    // The node's bus connection drops; every target changes right after, while it reconnects.
+                    _ = try await redis.send("CLIENT", "KILL", "TYPE", "pubsub")
+                    for target in targets {
+                        _ = try await app.call(.put, "/users/\(target)/status", ["customStatus": "changed"])
+                    }
+                    group.cancelAll()
+                }
+                let deadline = ContinuousClock.now + .seconds(3)
+                var latest: [String: String] = [:]
+                while latest.count < targets.count, ContinuousClock.now < deadline {
+                    let event = try await watcher.next(timeout: .seconds(3)) { $0["event"].string == "onUserStatusChanged" }
+                    let status = event["statuses"][0]
+                    if status["customStatus"].string == "changed", let userId = status["userId"].string { latest[userId] = "changed" }
+                }
+                #expect(latest.count == targets.count, "\(targets.count - latest.count) targets never converged")
+            }
+        }
+    }
+
+    @Test func aStalledNodeFilesItsLiveDevicesOnlineAgain() async throws {
+        let adminKey = "admin-" + UUID().uuidString
+        let shortLease: (inout ServerConfiguration) -> Void = { $0.nodeLeaseSeconds = 3 }
+        try await withStatusd(.live, adminKey: adminKey, configure: shortLease) { api in
+            let node = try await ChildNode(adminKey: adminKey, nodeId: "stall-" + UUID().uuidString.prefix(8).lowercased(), leaseSeconds: 3)
+            defer { node.crash() }
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice"])
+            try await app.withDevice(port: node.port, userId: "alice", DeviceOptions(deviceId: "a1")) { _, _ in
+                node.pause()
+                // The survivor files alice's device gone once the stalled node's lease expires.
+                var status = ""
+                let stalled = ContinuousClock.now
+                while status != "offline", ContinuousClock.now - stalled < .seconds(10) {
+                    try await Task.sleep(for: .milliseconds(200))
+                    status = try await app.call(.post, "/status/query", ["userIds": ["alice"]]).body["statuses"][0]["statusType"].string ?? ""
+                }
+                #expect(status == "offline")
+                node.resume()
+                // Her socket never closed: within one lease period she is online again.
+                let resumed = ContinuousClock.now
+                while status != "online", ContinuousClock.now - resumed < .seconds(4) {
+                    try await Task.sleep(for: .milliseconds(200))
+                    status = try await app.call(.post, "/status/query", ["userIds": ["alice"]]).body["statuses"][0]["statusType"].string ?? ""
+                }
+                #expect(status == "online")
+                #expect(ContinuousClock.now - resumed <= .seconds(4))
+            }
+        }
+    }
+
+    /// The code of the last close frame in bytes read from the server (2-byte header, then the code).
+    static func closeCode(in bytes: [UInt8]) -> UInt16? {
+        guard let start = bytes.lastIndex(of: 0x88), start + 3 < bytes.count else { return nil }
+        return UInt16(bytes[start + 2]) << 8 | UInt16(bytes[start + 3])
+    }
+}
