@@ -7,8 +7,9 @@ struct ProvisionedApp: Sendable {
     let tokens: [String]
 }
 
-/// Creates the loader's app (premium, statusQuery on, a generous rate limit), its users and their tokens, then the
-/// subscriptions (batches of at most 100 ids) and friendships of the ``SocialGraph``, with bounded concurrency.
+/// Creates the loader's app (premium, statusQuery on, a generous rate limit), or takes an existing one by its API key,
+/// then its users and their tokens, the subscriptions (batches of at most 100 ids) and friendships of the
+/// ``SocialGraph``, with bounded concurrency. A process running a slice of the devices provisions only their users.
 struct AppProvisioner: Sendable {
     let client: SetupClient
     let graph: SocialGraph
@@ -29,22 +30,29 @@ struct AppProvisioner: Sendable {
         ]
     }
 
-    func provision(appId: String, config: [String: Any]) async throws -> ProvisionedApp {
+    func provision(appId: String, config: [String: Any], existingAPIKey: String?, users: [Int]) async throws -> ProvisionedApp {
         let started = Date()
-        let apiKey = try await client.createApp(appId, config: config)
+        let apiKey: String
+        if let existingAPIKey {
+            apiKey = existingAPIKey
+        } else {
+            apiKey = try await client.createApp(appId, config: config)
+        }
         let client = client
         let graph = graph
         let tokens = TokenTable(count: graph.userCount)
-        try await forEachConcurrently(graph.userCount, limit: concurrency) { user in
+        try await forEachConcurrently(users.count, limit: concurrency) { index in
+            let user = users[index]
             let id = Self.userId(user)
             try await client.putUser(app: appId, apiKey: apiKey, user: id)
             tokens.set(user, try await client.token(app: appId, apiKey: apiKey, user: id))
         }
-        Console.line(String(format: "setup: app %@, %d users with tokens (%.1f s)", appId, graph.userCount, Date().timeIntervalSince(started)))
-        let subscriptionCount = graph.subscriptions.reduce(0) { $0 + $1.count }
+        Console.line(String(format: "setup: app %@, %d users with tokens (%.1f s)", appId, users.count, Date().timeIntervalSince(started)))
+        let subscriptionCount = users.reduce(0) { $0 + graph.subscriptions[$1].count }
         if subscriptionCount > 0 {
             let phase = Date()
-            try await forEachConcurrently(graph.userCount, limit: concurrency) { user in
+            try await forEachConcurrently(users.count, limit: concurrency) { index in
+                let user = users[index]
                 let targets = graph.subscriptions[user].map { Self.userId(Int($0)) }
                 var start = 0
                 while start < targets.count {
@@ -55,10 +63,11 @@ struct AppProvisioner: Sendable {
             }
             Console.line(String(format: "setup: %d subscriptions (%.1f s)", subscriptionCount, Date().timeIntervalSince(phase)))
         }
-        let friendCount = graph.friendsAdded.reduce(0) { $0 + $1.count }
+        let friendCount = users.reduce(0) { $0 + graph.friendsAdded[$1].count }
         if friendCount > 0 {
             let phase = Date()
-            try await forEachConcurrently(graph.userCount, limit: concurrency) { user in
+            try await forEachConcurrently(users.count, limit: concurrency) { index in
+                let user = users[index]
                 let friends = graph.friendsAdded[user].map { Self.userId(Int($0)) }
                 guard !friends.isEmpty else { return }
                 try await client.addFriends(app: appId, apiKey: apiKey, user: Self.userId(user), friends: friends)

@@ -1,6 +1,7 @@
 /// Sends status changes at a target rate: each change is a `setSelfStatus` whose custom status is
-/// `"<seq>:<send time ms>"`, made by a random connected device over its WebSocket, or with `PUT .../status` through
-/// the server API (`--via http`, at most 256 calls in flight).
+/// `"<seq>:<send time, monotonic µs>"`, made by a random connected device over its WebSocket (the frame is written on
+/// the device's event loop), or with `PUT .../status` through the server API (`--via http`, at most 256 calls in
+/// flight).
 struct ChangeDriver: Sendable {
     let registry: DeviceRegistry
     let stats: LoadStats
@@ -31,7 +32,7 @@ struct ChangeDriver: Sendable {
                     continue
                 }
                 let sequence = stats.recordSend(expectedPerNode: pick.expectedPerNode)
-                let customStatus = "\(sequence):\(MonotonicClock.epochMs())"
+                let customStatus = "\(sequence):\(MonotonicClock.micros())"
                 if let http {
                     if inFlight >= 256 {
                         await group.next()
@@ -42,14 +43,14 @@ struct ChangeDriver: Sendable {
                     group.addTask {
                         do {
                             try await http.client.setStatus(app: http.appId, apiKey: http.apiKey, user: user, customStatus: customStatus)
-                            stats.recordReply(ok: true)
+                            stats.recordHTTPReply(ok: true)
                         } catch {
-                            stats.recordReply(ok: false)
+                            stats.recordHTTPReply(ok: false)
                         }
                     }
                 } else {
                     let frame = #"{"id":"\#(sequence)","op":"setSelfStatus","customStatus":"\#(customStatus)"}"#
-                    if case .terminated = pick.commands.yield(.send(frame)) { stats.recordReply(ok: false) }
+                    pick.link.send(frame)
                 }
             }
         }

@@ -15,7 +15,7 @@ struct ChurnDriver: Sendable {
             if Task.isCancelled { return }
             guard let pick = registry.pick(node: nil, using: &generator) else { continue }
             stats.recordChurnRequest()
-            pick.commands.yield(.drop)
+            pick.link.drop()
         }
     }
 }

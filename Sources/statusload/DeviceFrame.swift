@@ -1,11 +1,12 @@
-/// A frame received by a device, as far as the loader cares. statusd writes compact JSON with sorted keys, so the
-/// fields are found by scanning the UTF-8 bytes (much cheaper than decoding tens of thousands of events per second).
+/// A text frame received by a device, as far as the loader cares, read by one pass over its UTF-8 bytes: no decoding,
+/// no allocation. Only the counted fields are looked at (the top-level `event`, `ok` and `statuses`, and in each status
+/// object its `userId`, `version` and `customStatus`), wherever they sit in their object, so the scan does not depend
+/// on the server's key order; any other value is skipped by its brackets and quotes.
 enum DeviceFrame: Equatable {
     /// `{"event":"welcome",...}`: the connection is established.
     case welcome
-    /// `{"event":"onUserStatusChanged",...}` about user `user` (the index in `u<index>`) at `version`; `change` is the
-    /// loader's change (`customStatus` = `"<seq>:<send time ms>"`) when the status carries one.
-    case statusChanged(user: Int, version: Int64, change: Change?)
+    /// `{"event":"onUserStatusChanged","statuses":[...]}`; its statuses went to the scan's `status` callback.
+    case statusChanged
     /// A reply `{"id":...,"ok":...}`.
     case reply(ok: Bool)
     /// `{"event":"kicked",...}`.
@@ -13,84 +14,113 @@ enum DeviceFrame: Equatable {
     /// Anything else.
     case other
 
+    /// One status object of an `onUserStatusChanged` frame.
+    struct Status: Equatable {
+        /// The user's index (`u<index>`), or -1 for an id the loader did not create.
+        var user: Int = -1
+        var version: Int64 = -1
+        /// The loader's change carried in the custom status (`"<sequence>:<send time, monotonic µs>"`), or nil.
+        var change: Change?
+    }
+
     /// The loader's change carried in a custom status.
     struct Change: Equatable {
         var sequence: Int
-        var sentMs: Int64
+        var sentMicros: UInt64
     }
 
-    /// Classifies a text frame.
-    static func parse(_ text: String) -> DeviceFrame {
+    /// Classifies a text frame, calling `status` for each status object of an `onUserStatusChanged` frame, in order.
+    static func scan(_ bytes: UnsafeRawBufferPointer, status: (Status) -> Void) -> DeviceFrame {
+        var scanner = JSONByteScanner(bytes)
+        var event = EventName.none
+        var ok: Bool?
+        var pendingStatuses: Int?
+        guard scanner.enterObject() else { return .other }
+        while let key = scanner.nextKey() {
+            if scanner.equals(key, "event") {
+                guard let value = scanner.readString() else { return .other }
+                event = EventName(scanner, value)
+            } else if scanner.equals(key, "statuses") {
+                if event == .statusChanged {
+                    guard scanStatuses(&scanner, status: status) else { return .other }
+                } else {
+                    pendingStatuses = scanner.index
+                    guard scanner.skipValue() else { return .other }
+                }
+            } else if scanner.equals(key, "ok") {
+                ok = scanner.readBool()
+                guard ok != nil else { return .other }
+            } else {
+                guard scanner.skipValue() else { return .other }
+            }
+        }
+        switch event {
+        case .statusChanged:
+            if let pendingStatuses {
+                scanner.index = pendingStatuses
+                guard scanStatuses(&scanner, status: status) else { return .other }
+            }
+            return .statusChanged
+        case .welcome: return .welcome
+        case .kicked: return .kicked
+        case .unknown: return .other
+        case .none: return ok.map { .reply(ok: $0) } ?? .other
+        }
+    }
+
+    /// Convenience for tests and tools: classifies `text` and collects its statuses.
+    static func parse(_ text: String) -> (DeviceFrame, [Status]) {
         var copy = text
-        return copy.withUTF8 { parse(bytes: $0) }
+        var statuses: [Status] = []
+        let frame = copy.withUTF8 { scan(UnsafeRawBufferPointer($0)) { statuses.append($0) } }
+        return (frame, statuses)
     }
 
-    static func parse(bytes: UnsafeBufferPointer<UInt8>) -> DeviceFrame {
-        if let start = find(Self.eventKey, in: bytes, from: 0) {
-            if hasPrefix(Self.statusChangedValue, in: bytes, at: start) { return parseStatus(bytes) }
-            if hasPrefix(Self.welcomeValue, in: bytes, at: start) { return .welcome }
-            if hasPrefix(Self.kickedValue, in: bytes, at: start) { return .kicked }
-            return .other
+    private enum EventName {
+        case none
+        case statusChanged
+        case welcome
+        case kicked
+        case unknown
+
+        init(_ scanner: JSONByteScanner, _ value: Range<Int>) {
+            if scanner.equals(value, "onUserStatusChanged") {
+                self = .statusChanged
+            } else if scanner.equals(value, "welcome") {
+                self = .welcome
+            } else if scanner.equals(value, "kicked") {
+                self = .kicked
+            } else {
+                self = .unknown
+            }
         }
-        if let start = find(Self.okKey, in: bytes, from: 0) {
-            return .reply(ok: hasPrefix(Array("true".utf8), in: bytes, at: start))
-        }
-        return .other
     }
 
-    private static func parseStatus(_ bytes: UnsafeBufferPointer<UInt8>) -> DeviceFrame {
-        guard let userStart = find(Self.userIdKey, in: bytes, from: 0) else { return .other }
-        var index = userStart
-        while index < bytes.count, bytes[index] != UInt8(ascii: "\"") && !isDigit(bytes[index]) { index += 1 }
-        guard let (user, _) = integer(in: bytes, at: index), let versionStart = find(Self.versionKey, in: bytes, from: 0),
-            let (version, _) = integer(in: bytes, at: versionStart)
-        else { return .other }
-        var change: Change?
-        if let statusStart = find(Self.customStatusKey, in: bytes, from: 0), let (sequence, next) = integer(in: bytes, at: statusStart),
-            next < bytes.count, bytes[next] == UInt8(ascii: ":"), let (sentMs, _) = integer(in: bytes, at: next + 1)
-        {
-            change = Change(sequence: Int(sequence), sentMs: sentMs)
+    /// Reads the `statuses` array at the scanner's position, one callback per object.
+    private static func scanStatuses(_ scanner: inout JSONByteScanner, status: (Status) -> Void) -> Bool {
+        guard scanner.enterArray() else { return scanner.skipValue() }
+        while scanner.nextElement() {
+            guard scanner.enterObject() else {
+                guard scanner.skipValue() else { return false }
+                continue
+            }
+            var item = Status()
+            while let key = scanner.nextKey() {
+                if scanner.equals(key, "userId") {
+                    guard let value = scanner.readString() else { return false }
+                    item.user = scanner.userIndex(value)
+                } else if scanner.equals(key, "version") {
+                    guard let value = scanner.readInteger() else { return false }
+                    item.version = value
+                } else if scanner.equals(key, "customStatus"), scanner.peekIsString {
+                    guard let value = scanner.readString() else { return false }
+                    item.change = scanner.change(value)
+                } else {
+                    guard scanner.skipValue() else { return false }
+                }
+            }
+            status(item)
         }
-        return .statusChanged(user: Int(user), version: version, change: change)
-    }
-
-    private static let eventKey = Array(#""event":""#.utf8)
-    private static let okKey = Array(#""ok":"#.utf8)
-    private static let userIdKey = Array(#""userId":""#.utf8)
-    private static let versionKey = Array(#""version":"#.utf8)
-    private static let customStatusKey = Array(#""customStatus":""#.utf8)
-    private static let statusChangedValue = Array(#"onUserStatusChanged""#.utf8)
-    private static let welcomeValue = Array(#"welcome""#.utf8)
-    private static let kickedValue = Array(#"kicked""#.utf8)
-
-    private static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-
-    /// The decimal integer starting at `start` and the index after it.
-    private static func integer(in bytes: UnsafeBufferPointer<UInt8>, at start: Int) -> (Int64, Int)? {
-        var index = start
-        var value: Int64 = 0
-        while index < bytes.count, isDigit(bytes[index]), index - start < 18 {
-            value = value * 10 + Int64(bytes[index] - UInt8(ascii: "0"))
-            index += 1
-        }
-        return index == start ? nil : (value, index)
-    }
-
-    private static func hasPrefix(_ prefix: [UInt8], in bytes: UnsafeBufferPointer<UInt8>, at start: Int) -> Bool {
-        guard start + prefix.count <= bytes.count else { return false }
-        for offset in 0..<prefix.count where bytes[start + offset] != prefix[offset] { return false }
         return true
-    }
-
-    /// The index just after the first occurrence of `needle` at or after `from`.
-    private static func find(_ needle: [UInt8], in bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
-        guard let first = needle.first, bytes.count >= needle.count else { return nil }
-        var index = from
-        let last = bytes.count - needle.count
-        while index <= last {
-            if bytes[index] == first, hasPrefix(needle, in: bytes, at: index) { return index + needle.count }
-            index += 1
-        }
-        return nil
     }
 }

@@ -1,30 +1,24 @@
 import Synchronization
 
-/// What the loader tells a connected device to do.
-enum DeviceCommand: Sendable {
-    /// Write this request frame.
-    case send(String)
-    /// Close the connection (churn); the device then reconnects.
-    case drop
-}
-
-/// The devices that are connected right now (welcome received), per node, with the command channel of each, and the
-/// number of connected devices per user and node: what a change is expected to reach is computed from it at send time.
+/// The devices that are connected right now (welcome received), per node, with the link to each, and the number of
+/// connected devices per user and node: what a change is expected to reach is computed from it at send time. Touched
+/// once per connect, disconnect and change, never per event received.
 final class DeviceRegistry: Sendable {
     /// A connected device picked to make a change, and how many events the change should produce on each node.
     struct Pick {
         var device: Int
         var user: Int
-        var commands: AsyncStream<DeviceCommand>.Continuation
+        var link: DeviceLink
         var expectedPerNode: [Int]
     }
 
     private struct State {
         var connected: [[Int32]]
         var position: [Int32]
-        var commands: [AsyncStream<DeviceCommand>.Continuation?]
+        var links: [DeviceLink?]
         var perUser: [[Int32]]
         var pendingFirstAttempts = 0
+        var activeAttempts = 0
         var stopping = false
     }
 
@@ -43,7 +37,7 @@ final class DeviceRegistry: Sendable {
             State(
                 connected: Array(repeating: [], count: nodeCount),
                 position: Array(repeating: -1, count: deviceCount),
-                commands: Array(repeating: nil, count: deviceCount),
+                links: Array(repeating: nil, count: deviceCount),
                 perUser: Array(repeating: Array(repeating: 0, count: graph.userCount), count: nodeCount)
             )
         )
@@ -55,15 +49,28 @@ final class DeviceRegistry: Sendable {
     var isStopping: Bool { state.withLock { $0.stopping } }
     var connectedCount: Int { state.withLock { $0.connected.reduce(0) { $0 + $1.count } } }
     var pendingFirstAttempts: Int { state.withLock { $0.pendingFirstAttempts } }
+    /// Connection attempts whose channel has not closed yet (the teardown waits for none).
+    var activeAttempts: Int { state.withLock { $0.activeAttempts } }
+
+    /// Users with at least one connected device (on any node).
+    var connectedUserCount: Int {
+        state.withLock { state in
+            (0..<userCount).reduce(0) { count, user in
+                count + (state.perUser.contains { $0[user] > 0 } ? 1 : 0)
+            }
+        }
+    }
 
     func connectedCount(node: Int) -> Int { state.withLock { $0.connected[node].count } }
 
     /// A device task starts its first connection attempt (bounds the connect phase's concurrency).
     func beginFirstAttempt() { state.withLock { $0.pendingFirstAttempts += 1 } }
     func endFirstAttempt() { state.withLock { $0.pendingFirstAttempts -= 1 } }
+    func beginAttempt() { state.withLock { $0.activeAttempts += 1 } }
+    func endAttempt() { state.withLock { $0.activeAttempts -= 1 } }
 
     /// The device received its welcome. Returns false (and the device should close) when the run is stopping.
-    func connected(_ device: Int, commands: AsyncStream<DeviceCommand>.Continuation) -> Bool {
+    func connected(_ device: Int, link: DeviceLink) -> Bool {
         let node = node(of: device)
         let user = user(of: device)
         return state.withLock { state in
@@ -71,7 +78,7 @@ final class DeviceRegistry: Sendable {
             guard state.position[device] < 0 else { return true }
             state.position[device] = Int32(state.connected[node].count)
             state.connected[node].append(Int32(device))
-            state.commands[device] = commands
+            state.links[device] = link
             state.perUser[node][user] += 1
             return true
         }
@@ -90,7 +97,7 @@ final class DeviceRegistry: Sendable {
                 state.position[Int(last)] = Int32(position)
             }
             state.position[device] = -1
-            state.commands[device] = nil
+            state.links[device] = nil
             state.perUser[node][user] -= 1
         }
     }
@@ -116,7 +123,7 @@ final class DeviceRegistry: Sendable {
                 }
             }
             let device = Int(state.connected[node][offset])
-            guard let commands = state.commands[device] else { return nil }
+            guard let link = state.links[device] else { return nil }
             let user = device % graph.userCount
             var expected = [Int](repeating: 0, count: state.connected.count)
             for index in 0..<state.connected.count {
@@ -125,16 +132,16 @@ final class DeviceRegistry: Sendable {
                 for listener in graph.audience[user] { sum += Int(counts[Int(listener)]) }
                 expected[index] = sum
             }
-            return Pick(device: device, user: user, commands: commands, expectedPerNode: expected)
+            return Pick(device: device, user: user, link: link, expectedPerNode: expected)
         }
     }
 
     /// Ends the run: no new connection is registered and every connected device is told to close.
     func stop() {
-        let commands = state.withLock { state -> [AsyncStream<DeviceCommand>.Continuation] in
+        let links = state.withLock { state -> [DeviceLink] in
             state.stopping = true
-            return state.commands.compactMap { $0 }
+            return state.links.compactMap { $0 }
         }
-        for command in commands { command.finish() }
+        for link in links { link.drop() }
     }
 }

@@ -23,23 +23,24 @@ struct LoadPlan: Sendable {
     var pids: [Int32]
     var seed: UInt64
     var keepApp: Bool
+    var existingAPIKey: String?
+    var slice: DeviceSlice
+    var holdUntilFile: String?
+    var threads: Int
+    var stopOnLoss: Bool
+
+    /// The devices this process runs.
+    var localDevices: [Int] { Array(stride(from: slice.index, to: devices, by: slice.count)) }
+
+    /// The users of this process's devices (every user when the process runs all devices).
+    var localUsers: [Int] {
+        guard slice.count > 1 else { return Array(0..<users) }
+        return Set(localDevices.map { $0 % users }).sorted()
+    }
 
     var mode: String {
         if idle { return "idle" }
         if churn > 0 && rates.isEmpty { return "churn" }
         return churn > 0 ? "fanout+churn" : "fanout"
-    }
-
-    /// The WebSocket connect URL of each node: `http://host:port` → `ws://host:port/v1/connect`.
-    var connectURLs: [String] {
-        urls.map { url in
-            var base = url.hasSuffix("/") ? String(url.dropLast()) : url
-            if base.hasPrefix("https://") {
-                base = "wss://" + base.dropFirst("https://".count)
-            } else if base.hasPrefix("http://") {
-                base = "ws://" + base.dropFirst("http://".count)
-            }
-            return base + "/v1/connect"
-        }
     }
 }

@@ -17,6 +17,16 @@ struct LoadReport: Codable, Sendable {
         var deliveriesPerSecond: Double
         var latencyMs: LatencySummary
         var perNode: [NodeFigures]
+        /// statusload's own CPU seconds (user + system) from the step's start to the end of its drain.
+        var loadCpuSeconds: Double
+        /// The statusd nodes' CPU seconds (sum over `--pid`) over the same span; nil without `--pid`.
+        var serverCpuSeconds: Double?
+        /// loadCpuSeconds ÷ events received, in µs: what counting one delivery costs the loader.
+        var loadMicrosPerDelivery: Double?
+        /// serverCpuSeconds ÷ events received, in µs.
+        var serverMicrosPerDelivery: Double?
+        /// The nodes' RSS at the end of the step.
+        var rssBytes: UInt64?
     }
 
     /// What devices on one node received during a step.
@@ -47,6 +57,22 @@ struct LoadReport: Codable, Sendable {
         var failures: Int
         var connectsPerSecond: Double
         var connectTimeMs: LatencySummary
+        /// Census after the churn (server API `GET /users?status=online` vs the loader's connected devices' users).
+        var census: Census?
+    }
+
+    /// Users the server lists as online against users the loader holds a connected device of.
+    struct Census: Codable, Sendable {
+        /// Users with a connected device, by the loader's count (after the churn, devices still held).
+        var usersConnected: Int
+        /// Users the server lists online at the same moment.
+        var onlineListed: Int
+        /// Listed online without a connected device.
+        var ghostOnline: Int
+        /// Connected but not listed.
+        var missingOnline: Int
+        /// Users still listed online a few seconds after every device closed (should be 0).
+        var onlineAfterClose: Int?
     }
 
     /// The statusd processes' resident memory.
@@ -98,10 +124,12 @@ struct LoadReport: Codable, Sendable {
         if !steps.isEmpty {
             Console.line("")
             Console.line(
-                "| via  | target/s | sent/s | sent  | failed | expected | received | lost | deliveries/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms |"
+                "| via  | target/s | sent/s | sent  | failed | expected | received | lost | deliveries/s | p50 ms | p90 ms | p99 ms | p99.9 ms | max ms "
+                    + "| server µs/dlv | load µs/dlv |"
             )
             Console.line(
-                "|------|---------:|-------:|------:|-------:|---------:|---------:|-----:|-------------:|-------:|-------:|-------:|---------:|-------:|"
+                "|------|---------:|-------:|------:|-------:|---------:|---------:|-----:|-------------:|-------:|-------:|-------:|---------:|-------:"
+                    + "|--------------:|------------:|"
             )
             for step in steps {
                 let latency = step.latencyMs
@@ -122,7 +150,7 @@ struct LoadReport: Codable, Sendable {
                             latency.p99,
                             latency.p999,
                             latency.max
-                        )
+                        ) + " \(Self.micros(step.serverMicrosPerDelivery, width: 13)) | \(Self.micros(step.loadMicrosPerDelivery, width: 11)) |"
                 )
             }
             if urls.count > 1 {
@@ -157,6 +185,13 @@ struct LoadReport: Codable, Sendable {
                     churn.connectTimeMs.p99
                 )
             )
+            if let census = churn.census {
+                Console.line(
+                    "online census after the churn: \(census.onlineListed) users listed online, \(census.usersConnected) with a device connected: "
+                        + "\(census.ghostOnline) ghost(s), \(census.missingOnline) missing"
+                        + (census.onlineAfterClose.map { "; \($0) still listed online after every device closed" } ?? "")
+                )
+            }
         }
         if let before = memory.beforeBytes {
             var line = "statusd RSS (pid \(memory.pids.map(String.init).joined(separator: "+"))): before " + Self.mib(before)
@@ -171,6 +206,12 @@ struct LoadReport: Codable, Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+    }
+
+    /// A µs figure right-aligned in `width` columns, `-` when unknown.
+    static func micros(_ value: Double?, width: Int) -> String {
+        let text = value.map { String(format: "%.2f", $0) } ?? "-"
+        return String(repeating: " ", count: max(width - text.count, 0)) + text
     }
 
     static func mib(_ bytes: UInt64) -> String { String(format: "%.1f MiB", Double(bytes) / 1_048_576) }

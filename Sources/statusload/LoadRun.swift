@@ -1,5 +1,6 @@
 import Foundation
-import Logging
+import NIOCore
+import NIOPosix
 
 /// One run of the load generator: set-up over HTTP, the connect phase (bounded concurrency and time), then the steps
 /// (target change rates, with optional churn) or the idle hold, the report, and the teardown.
@@ -15,6 +16,7 @@ struct LoadRun: Sendable {
             friendNotify: plan.friendNotify,
             seed: plan.seed
         )
+        let endpoints = try plan.urls.map { try DeviceConnector.Endpoint(url: $0) }
         let client = SetupClient(baseURL: plan.urls[0], adminKey: plan.adminKey, maxConnections: max(plan.setupConcurrency, 8))
         let setupStart = ContinuousClock.now
         let app = try await AppProvisioner(client: client, graph: graph, concurrency: plan.setupConcurrency).provision(
@@ -23,40 +25,42 @@ struct LoadRun: Sendable {
                 subscriptionsPerUser: plan.subscriptions,
                 friendNotify: plan.friendNotify,
                 multiDeviceSync: plan.multiDeviceSync
-            )
+            ),
+            existingAPIKey: plan.existingAPIKey,
+            users: plan.localUsers
         )
         let setupSeconds = Self.seconds(since: setupStart)
         Self.armWatchdog(plan)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: plan.threads)
+        let loops = Array(group.makeIterator())
         let registry = DeviceRegistry(deviceCount: plan.devices, nodeCount: plan.urls.count, graph: graph, multiDeviceSync: plan.multiDeviceSync)
-        let stats = LoadStats(nodeCount: plan.urls.count)
-        var logger = Logger(label: "statusload")
-        logger.logLevel = .critical
-        let runner = DeviceRunner(connectURLs: plan.connectURLs, tokens: app.tokens, registry: registry, stats: stats, logger: logger)
+        let stats = LoadStats(loops: loops, nodeCount: plan.urls.count)
+        let connector = DeviceConnector(loops: loops, endpoints: endpoints, tokens: app.tokens, registry: registry, stats: stats)
         let progress = ProgressReporter(registry: registry, stats: stats, pids: plan.pids)
         var memory = LoadReport.Memory(pids: plan.pids, beforeBytes: ProcessMemory.residentBytes(pids: plan.pids))
+        let devices = plan.localDevices
 
-        let report = await withDiscardingTaskGroup { group -> LoadReport in
-            group.addTask { await progress.run() }
+        let report = await withDiscardingTaskGroup { tasks -> LoadReport in
+            tasks.addTask { await progress.run() }
             // Connect phase: at most connectConcurrency first attempts in flight, within connectTimeout.
             progress.enter("connecting")
             let connectStart = ContinuousClock.now
             let connectDeadline = connectStart + .milliseconds(Int64(plan.connectTimeout * 1000))
             var launched = 0
-            while launched < plan.devices && ContinuousClock.now < connectDeadline {
+            while launched < devices.count && ContinuousClock.now < connectDeadline {
                 if registry.pendingFirstAttempts >= plan.connectConcurrency {
                     try? await Task.sleep(for: .milliseconds(2))
                     continue
                 }
-                let device = launched
                 registry.beginFirstAttempt()
-                group.addTask { await runner.run(device: device) }
+                connector.start(device: devices[launched])
                 launched += 1
             }
             while registry.pendingFirstAttempts > 0 && ContinuousClock.now < connectDeadline {
                 try? await Task.sleep(for: .milliseconds(20))
             }
             let connectSeconds = Self.seconds(since: connectStart)
-            let afterConnect = stats.snapshot()
+            let afterConnect = await stats.snapshot()
             // Let the connect storm's events settle before measuring.
             try? await Task.sleep(for: .seconds(1))
             memory.connectedBytes = ProcessMemory.residentBytes(pids: plan.pids)
@@ -65,7 +69,7 @@ struct LoadRun: Sendable {
             var churn: LoadReport.Churn?
             if plan.idle || (plan.rates.isEmpty && plan.churn == 0) {
                 progress.enter("holding")
-                try? await Task.sleep(for: .milliseconds(Int64(plan.duration * 1000)))
+                await Self.hold(seconds: plan.duration, untilFile: plan.holdUntilFile)
             } else {
                 let driver = ChangeDriver(
                     registry: registry,
@@ -75,11 +79,12 @@ struct LoadRun: Sendable {
                 )
                 let churnDriver = ChurnDriver(registry: registry, stats: stats)
                 let stepRates = plan.rates.isEmpty ? [0] : plan.rates
-                let churnStart = stats.snapshot()
+                let churnStart = await stats.snapshot(histograms: false)
                 let churnClock = ContinuousClock.now
                 for (index, rate) in stepRates.enumerated() {
                     progress.enter(rate > 0 ? "rate \(Int(rate))/s" : "churn")
-                    stats.beginStep()
+                    await stats.beginStep()
+                    let cpuStart = (own: CPUTime.ownSeconds(), server: CPUTime.processSeconds(pids: plan.pids))
                     let stepStart = ContinuousClock.now
                     await withDiscardingTaskGroup { step in
                         step.addTask { await driver.run(rate: rate, seconds: plan.duration, seed: plan.seed &+ UInt64(index)) }
@@ -89,21 +94,35 @@ struct LoadRun: Sendable {
                     progress.enter("draining")
                     let drainDeadline = ContinuousClock.now + .milliseconds(Int64(plan.drain * 1000))
                     while ContinuousClock.now < drainDeadline {
-                        let now = stats.snapshot()
+                        let now = await stats.snapshot(histograms: false)
                         if now.receivedTotal >= now.expectedTotal && now.changesAcked + now.changesFailed >= now.changesSent { break }
                         try? await Task.sleep(for: .milliseconds(50))
                     }
-                    let result = stats.snapshot()
+                    let cpu = StepCPU(
+                        own: CPUTime.ownSeconds() - cpuStart.own,
+                        server: CPUTime.processSeconds(pids: plan.pids).flatMap { end in cpuStart.server.map { end - $0 } }
+                    )
+                    let result = await stats.snapshot()
                     if rate > 0 {
-                        steps.append(Self.step(result, via: plan.viaHTTP ? "http" : "ws", rate: rate, seconds: sendSeconds))
+                        var step = Self.step(result, via: plan.viaHTTP ? "http" : "ws", rate: rate, seconds: sendSeconds, cpu: cpu)
+                        step.rssBytes = ProcessMemory.residentBytes(pids: plan.pids)
+                        steps.append(step)
                     }
-                    if let limit = plan.stopP99Ms, let last = steps.last, last.latencyMs.p99 > limit, index < stepRates.count - 1 {
-                        Console.line(String(format: "p99 %.2f ms > %.0f ms at %.0f changes/s: not stepping further", last.latencyMs.p99, limit, rate))
-                        break
+                    if index < stepRates.count - 1, let last = steps.last {
+                        if let limit = plan.stopP99Ms, last.latencyMs.p99 > limit {
+                            Console.line(
+                                String(format: "p99 %.2f ms > %.0f ms at %.0f changes/s: not stepping further", last.latencyMs.p99, limit, rate)
+                            )
+                            break
+                        }
+                        if plan.stopOnLoss, last.eventsLost > 0 {
+                            Console.line(String(format: "%d events lost at %.0f changes/s: not stepping further", last.eventsLost, rate))
+                            break
+                        }
                     }
                 }
                 if plan.churn > 0 {
-                    let end = stats.snapshot()
+                    let end = await stats.snapshot()
                     let seconds = Self.seconds(since: churnClock)
                     churn = LoadReport.Churn(
                         targetRate: plan.churn,
@@ -114,29 +133,53 @@ struct LoadRun: Sendable {
                         connectsPerSecond: Double(end.connects - churnStart.connects) / max(seconds, 0.001),
                         connectTimeMs: LatencySummary(end.connectTime)
                     )
+                    if plan.slice.count == 1 {
+                        // Reconnects still in flight settle first; then the server's view is compared with the loader's.
+                        try? await Task.sleep(for: .seconds(max(plan.drain, 1)))
+                        let connectedUsers = registry.connectedUserCount
+                        if let listed = try? await client.countOnlineUsers(app: app.appId, apiKey: app.apiKey) {
+                            churn?.census = LoadReport.Census(
+                                usersConnected: connectedUsers,
+                                onlineListed: listed,
+                                ghostOnline: max(listed - connectedUsers, 0),
+                                missingOnline: max(connectedUsers - listed, 0)
+                            )
+                        }
+                    }
                 }
             }
             memory.afterBytes = ProcessMemory.residentBytes(pids: plan.pids)
             if let before = memory.beforeBytes, let after = memory.connectedBytes, afterConnect.connects > 0 {
                 memory.perDeviceBytes = (Double(after) - Double(before)) / Double(afterConnect.connects)
             }
-            let final = stats.snapshot()
+            let final = await stats.snapshot(histograms: false)
+            progress.stop()
+            // Teardown: every device closes; whatever has not closed after 20 s is abandoned with the event loops.
+            registry.stop()
+            let closeDeadline = ContinuousClock.now + .seconds(20)
+            while registry.activeAttempts > 0 && ContinuousClock.now < closeDeadline {
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            if churn?.census != nil {
+                try? await Task.sleep(for: .seconds(2))
+                churn?.census?.onlineAfterClose = try? await client.countOnlineUsers(app: app.appId, apiKey: app.apiKey)
+            }
             let report = LoadReport(
                 date: ISO8601DateFormatter().string(from: Date()),
                 mode: plan.mode,
                 urls: plan.urls,
                 appId: app.appId,
                 users: plan.users,
-                devices: plan.devices,
+                devices: devices.count,
                 subscriptionsPerUser: plan.subscriptions,
                 friendsPerUser: plan.friends,
                 friendStatusNotify: plan.friendNotify,
                 multiDeviceSync: plan.multiDeviceSync,
                 setupSeconds: setupSeconds,
                 connections: LoadReport.Connections(
-                    target: plan.devices,
+                    target: devices.count,
                     established: afterConnect.connects,
-                    failed: afterConnect.connectFailures + (plan.devices - launched),
+                    failed: afterConnect.connectFailures + (devices.count - launched),
                     seconds: connectSeconds,
                     perSecond: Double(afterConnect.connects) / max(connectSeconds, 0.001),
                     connectTimeMs: LatencySummary(afterConnect.connectTime),
@@ -146,21 +189,29 @@ struct LoadRun: Sendable {
                 churn: churn,
                 memory: memory
             )
-            progress.stop()
             report.printTable()
-            // Teardown: every device closes; whatever has not closed after 20 s is cancelled.
-            registry.stop()
-            let closeDeadline = ContinuousClock.now + .seconds(20)
-            while registry.connectedCount > 0 && ContinuousClock.now < closeDeadline {
-                try? await Task.sleep(for: .milliseconds(50))
-            }
-            group.cancelAll()
             return report
         }
+        try? await group.shutdownGracefully()
         if !plan.keepApp {
             try? await client.deleteApp(app.appId)
         }
         return report
+    }
+
+    /// The CPU seconds a step cost this process and the nodes.
+    struct StepCPU {
+        var own: Double
+        var server: Double?
+    }
+
+    /// Holds for `seconds`, or until `untilFile` exists.
+    static func hold(seconds: Double, untilFile: String?) async {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if let untilFile, FileManager.default.fileExists(atPath: untilFile) { return }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
     }
 
     /// Last resort against a hung teardown: exits the process once the run has had all its time plus two minutes.
@@ -178,7 +229,7 @@ struct LoadRun: Sendable {
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 
-    static func step(_ snapshot: LoadStats.Snapshot, via: String, rate: Double, seconds: Double) -> LoadReport.Step {
+    static func step(_ snapshot: LoadStats.Snapshot, via: String, rate: Double, seconds: Double, cpu: StepCPU) -> LoadReport.Step {
         let perNode = (0..<snapshot.expected.count).map { node in
             LoadReport.NodeFigures(
                 node: node,
@@ -186,6 +237,11 @@ struct LoadRun: Sendable {
                 eventsReceived: snapshot.received[node],
                 latencyMs: LatencySummary(snapshot.latencyPerNode[node])
             )
+        }
+        let received = snapshot.receivedTotal
+        func perDelivery(_ seconds: Double?) -> Double? {
+            guard let seconds, received > 0 else { return nil }
+            return (seconds / Double(received) * 1e6 * 100).rounded() / 100
         }
         return LoadReport.Step(
             via: via,
@@ -196,11 +252,15 @@ struct LoadRun: Sendable {
             changesSkipped: snapshot.changesSkipped,
             changesPerSecond: Double(snapshot.changesSent) / max(seconds, 0.001),
             eventsExpected: snapshot.expectedTotal,
-            eventsReceived: snapshot.receivedTotal,
-            eventsLost: max(snapshot.expectedTotal - snapshot.receivedTotal, 0),
-            deliveriesPerSecond: Double(snapshot.receivedTotal) / max(seconds, 0.001),
+            eventsReceived: received,
+            eventsLost: max(snapshot.expectedTotal - received, 0),
+            deliveriesPerSecond: Double(received) / max(seconds, 0.001),
             latencyMs: LatencySummary(snapshot.latency),
-            perNode: perNode
+            perNode: perNode,
+            loadCpuSeconds: cpu.own,
+            serverCpuSeconds: cpu.server,
+            loadMicrosPerDelivery: perDelivery(cpu.own),
+            serverMicrosPerDelivery: perDelivery(cpu.server)
         )
     }
 }

@@ -1,8 +1,11 @@
 import Histogram
+import NIOCore
 import Synchronization
 
-/// The counters and latency histograms of a run, shared by every device task. Change and event counters belong to the
-/// current step (one target rate); connection counters cover the whole run.
+/// The counters and latency histograms of a run. The sending side (changes, expected events, churn requests) is a few
+/// hundred calls per second and sits behind one lock; the receiving side is counted per event loop by ``LoopStats``
+/// and merged here when a snapshot is taken. Change and event counters belong to the current step (one target rate);
+/// connection counters cover the whole run.
 final class LoadStats: Sendable {
     /// A copy of the counters, for progress lines and reports.
     struct Snapshot {
@@ -26,105 +29,102 @@ final class LoadStats: Sendable {
         var receivedTotal: Int { received.reduce(0, +) }
     }
 
-    private struct State {
-        var sendNanos: [UInt64] = []
-        var stepFirstSequence = 0
-        var snapshot: Snapshot
+    private struct Sending {
+        var nextSequence = 0
+        var changesSent = 0
+        var changesSkipped = 0
+        var httpAcked = 0
+        var httpFailed = 0
+        var expected: [Int]
+        var churnRequested = 0
     }
 
-    private let state: Mutex<State>
+    /// One per event loop of the devices.
+    let loops: [LoopStats]
+    private let nodeCount: Int
+    private let sending: Mutex<Sending>
 
-    init(nodeCount: Int) {
-        state = Mutex(
-            State(
-                snapshot: Snapshot(
-                    expected: Array(repeating: 0, count: nodeCount),
-                    received: Array(repeating: 0, count: nodeCount),
-                    latency: LatencySummary.histogram(),
-                    latencyPerNode: Array(repeating: LatencySummary.histogram(), count: nodeCount),
-                    connectTime: LatencySummary.histogram()
-                )
-            )
+    init(loops: [any EventLoop], nodeCount: Int) {
+        self.loops = loops.map { LoopStats(eventLoop: $0, nodeCount: nodeCount) }
+        self.nodeCount = nodeCount
+        sending = Mutex(Sending(expected: Array(repeating: 0, count: nodeCount)))
+    }
+
+    /// Merges the sending side and every loop's counters; `histograms: false` skips copying the latency histograms
+    /// (for frequent polls).
+    func snapshot(histograms: Bool = true) async -> Snapshot {
+        var merged = Snapshot(
+            expected: [],
+            received: Array(repeating: 0, count: nodeCount),
+            latency: LatencySummary.histogram(),
+            latencyPerNode: Array(repeating: LatencySummary.histogram(), count: nodeCount),
+            connectTime: LatencySummary.histogram()
         )
+        for stats in loops {
+            let part = try? await stats.eventLoop.submit { () -> (LoopStats.Counters, [Histogram<UInt64>]?) in
+                (stats.counters, histograms ? [stats.latency, stats.connectTime] + stats.latencyPerNode : nil)
+            }.get()
+            guard let (counters, copies) = part else { continue }
+            for node in 0..<nodeCount { merged.received[node] += counters.received[node] }
+            merged.lateEvents += counters.lateEvents
+            merged.otherEvents += counters.otherEvents
+            merged.changesAcked += counters.repliesOK
+            merged.changesFailed += counters.repliesFailed
+            merged.connects += counters.connects
+            merged.connectFailures += counters.connectFailures
+            merged.drops += counters.drops
+            if let copies {
+                merged.latency.add(copies[0])
+                merged.connectTime.add(copies[1])
+                for node in 0..<nodeCount { merged.latencyPerNode[node].add(copies[2 + node]) }
+            }
+        }
+        sending.withLock { state in
+            merged.changesSent = state.changesSent
+            merged.changesSkipped = state.changesSkipped
+            merged.changesAcked += state.httpAcked
+            merged.changesFailed += state.httpFailed
+            merged.expected = state.expected
+            merged.churnRequested = state.churnRequested
+        }
+        return merged
     }
-
-    func snapshot() -> Snapshot { state.withLock { $0.snapshot } }
 
     /// Starts a new step: change and event counters and latency histograms start from zero.
-    func beginStep() {
-        state.withLock { state in
-            let nodes = state.snapshot.expected.count
-            state.stepFirstSequence = state.sendNanos.count
-            state.snapshot.changesSent = 0
-            state.snapshot.changesFailed = 0
-            state.snapshot.changesAcked = 0
-            state.snapshot.changesSkipped = 0
-            state.snapshot.expected = Array(repeating: 0, count: nodes)
-            state.snapshot.received = Array(repeating: 0, count: nodes)
-            state.snapshot.lateEvents = 0
-            state.snapshot.latency = LatencySummary.histogram()
-            state.snapshot.latencyPerNode = Array(repeating: LatencySummary.histogram(), count: nodes)
+    func beginStep() async {
+        let first = sending.withLock { state -> Int in
+            state.changesSent = 0
+            state.changesSkipped = 0
+            state.httpAcked = 0
+            state.httpFailed = 0
+            state.expected = Array(repeating: 0, count: nodeCount)
+            return state.nextSequence
+        }
+        for stats in loops {
+            try? await stats.eventLoop.submit { stats.beginStep(firstSequence: first) }.get()
         }
     }
 
     /// Records a change about to be sent and returns its sequence number.
     func recordSend(expectedPerNode: [Int]) -> Int {
-        let now = MonotonicClock.nanos()
-        return state.withLock { state in
-            let sequence = state.sendNanos.count
-            state.sendNanos.append(now)
-            state.snapshot.changesSent += 1
-            for (node, count) in expectedPerNode.enumerated() { state.snapshot.expected[node] += count }
+        sending.withLock { state in
+            let sequence = state.nextSequence
+            state.nextSequence += 1
+            state.changesSent += 1
+            for (node, count) in expectedPerNode.enumerated() { state.expected[node] += count }
             return sequence
         }
     }
 
     /// A change that could not be sent (no device connected).
-    func recordSkipped() { state.withLock { $0.snapshot.changesSkipped += 1 } }
+    func recordSkipped() { sending.withLock { $0.changesSkipped += 1 } }
 
-    /// The reply to a change (or the HTTP answer): ok or failed.
-    func recordReply(ok: Bool) {
-        state.withLock { state in
-            if ok { state.snapshot.changesAcked += 1 } else { state.snapshot.changesFailed += 1 }
+    /// The answer to a `--via http` change.
+    func recordHTTPReply(ok: Bool) {
+        sending.withLock { state in
+            if ok { state.httpAcked += 1 } else { state.httpFailed += 1 }
         }
     }
 
-    /// An `onUserStatusChanged` carrying change `sequence` reached a device on `node`.
-    func recordDelivery(sequence: Int, sentMs: Int64, node: Int) {
-        let now = MonotonicClock.nanos()
-        let wallNow = MonotonicClock.epochMs()
-        state.withLock { state in
-            guard sequence >= state.stepFirstSequence else {
-                state.snapshot.lateEvents += 1
-                return
-            }
-            let micros: UInt64
-            if sequence < state.sendNanos.count {
-                micros = (now &- state.sendNanos[sequence]) / 1000
-            } else {
-                micros = UInt64(max(wallNow - sentMs, 0)) * 1000
-            }
-            state.snapshot.received[node] += 1
-            state.snapshot.latency.record(micros)
-            state.snapshot.latencyPerNode[node].record(micros)
-        }
-    }
-
-    /// An event that is not one of this step's changes (connects, departures, onlineDevices updates).
-    func recordOtherEvent() { state.withLock { $0.snapshot.otherEvents += 1 } }
-
-    /// A connection reached its welcome after `nanos`.
-    func recordConnect(nanos: UInt64) {
-        state.withLock { state in
-            state.snapshot.connects += 1
-            state.snapshot.connectTime.record(nanos / 1000)
-        }
-    }
-
-    func recordConnectFailure() { state.withLock { $0.snapshot.connectFailures += 1 } }
-
-    /// An established connection ended without the loader asking.
-    func recordDrop() { state.withLock { $0.snapshot.drops += 1 } }
-
-    func recordChurnRequest() { state.withLock { $0.snapshot.churnRequested += 1 } }
+    func recordChurnRequest() { sending.withLock { $0.churnRequested += 1 } }
 }

@@ -21,12 +21,12 @@ final class ProgressReporter: Sendable {
 
     func run() async {
         let start = ContinuousClock.now
-        var previous = stats.snapshot()
+        var previous = await stats.snapshot(histograms: false)
         while !stopped.load(ordering: .relaxed) {
             // Short sleeps so the reporter notices the end of the run quickly.
             for _ in 0..<10 where !stopped.load(ordering: .relaxed) { try? await Task.sleep(for: .milliseconds(100)) }
             if stopped.load(ordering: .relaxed) { return }
-            let now = stats.snapshot()
+            let now = await stats.snapshot()
             let elapsed = (ContinuousClock.now - start).components.seconds
             let name = phase.withLock { $0 }
             var line = String(format: "[%4ds] ", elapsed) + name.padding(toLength: 12, withPad: " ", startingAt: 0)

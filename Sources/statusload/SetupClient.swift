@@ -59,6 +59,21 @@ struct SetupClient: Sendable {
         _ = try await call("PUT", "/v1/apps/\(app)/users/\(user)/status", key: apiKey, body: ["customStatus": customStatus], attempts: 1)
     }
 
+    /// `GET /v1/apps/{app}/users?status=online`, every page: how many users the server lists as online.
+    func countOnlineUsers(app: String, apiKey: String) async throws -> Int {
+        var count = 0
+        var cursor: String?
+        for _ in 0..<10_000 {
+            var path = "/v1/apps/\(app)/users?status=online&limit=100"
+            if let cursor { path += "&cursor=" + (cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor) }
+            let answer = try await call("GET", path, key: apiKey, body: nil)
+            count += (answer["users"] as? [Any])?.count ?? 0
+            guard let next = answer["cursor"] as? String, !next.isEmpty else { break }
+            cursor = next
+        }
+        return count
+    }
+
     /// One JSON call; retries 429/503 and transport errors up to `attempts` times with a short backoff.
     func call(_ method: String, _ path: String, key: String, body: Any?, attempts: Int = 5) async throws -> [String: Any] {
         guard let url = URL(string: baseURL + path) else { throw SetupError("bad URL \(baseURL + path)") }

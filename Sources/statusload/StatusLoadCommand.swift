@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOCore
 
 /// `statusload`: simulates an app's users and devices against running statusd nodes on loopback and measures event
 /// delivery (rate, loss, end-to-end latency), connection capacity, churn and the nodes' memory.
@@ -82,6 +83,23 @@ struct StatusLoadCommand: AsyncParsableCommand {
     @Flag(help: "Keep the app (default: delete it at the end).")
     var keepApp = false
 
+    @Option(help: "API key of an existing app --app: use it instead of creating one (it is then never deleted).")
+    var apiKey: String?
+
+    @Option(
+        help: "Run only devices d with d mod N = K (K/N), so several processes share one app's devices (with --api-key); --idle or --rate 0 only."
+    )
+    var deviceSlice: String?
+
+    @Option(help: "With --idle: end the hold as soon as this file exists (--duration stays the longest hold).")
+    var holdUntilFile: String?
+
+    @Option(help: "Event loops for the devices' connections (default: one per core).")
+    var threads: Int?
+
+    @Flag(help: "Stop stepping up the rate after a step that lost events.")
+    var stopOnLoss = false
+
     func validate() throws {
         guard users >= 1 else { throw ValidationError("--users must be at least 1") }
         guard (devices ?? users) >= 1 else { throw ValidationError("--devices must be at least 1") }
@@ -91,6 +109,13 @@ struct StatusLoadCommand: AsyncParsableCommand {
         if let changesOnNode, changesOnNode < 0 || changesOnNode >= urls.count {
             throw ValidationError("--changes-on-node must index --url")
         }
+        guard let slice = DeviceSlice(deviceSlice) else { throw ValidationError("--device-slice is K/N with 0 <= K < N") }
+        if slice.count > 1 {
+            guard idle || (rates ?? []).isEmpty else { throw ValidationError("--device-slice runs only with --idle or --rate 0 (churn)") }
+            guard app != nil, apiKey != nil else { throw ValidationError("--device-slice needs --app and --api-key (one shared app)") }
+        }
+        if apiKey != nil && app == nil { throw ValidationError("--api-key needs --app") }
+        if let threads, threads < 1 { throw ValidationError("--threads must be at least 1") }
     }
 
     var rates: [Double]? {
@@ -125,7 +150,12 @@ struct StatusLoadCommand: AsyncParsableCommand {
             setupConcurrency: setupConcurrency,
             pids: pids,
             seed: seed,
-            keepApp: keepApp
+            keepApp: keepApp || apiKey != nil,
+            existingAPIKey: apiKey,
+            slice: DeviceSlice(deviceSlice) ?? DeviceSlice(index: 0, count: 1),
+            holdUntilFile: holdUntilFile,
+            threads: threads ?? System.coreCount,
+            stopOnLoss: stopOnLoss
         )
         let report = try await LoadRun(plan: plan).run()
         let line = report.jsonLine()
