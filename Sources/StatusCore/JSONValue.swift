@@ -8,7 +8,33 @@ public enum JSONValue: Sendable, Hashable, Codable {
     case array([JSONValue])
     case object([String: JSONValue])
 
+    /// The deepest nesting decoded at all; deeper input is a decoding error. Request bodies are held to far less before
+    /// decoding (``JSONNesting``); this bound protects every other path (device frames, stored values).
+    public static let maxDecodingDepth = 64
+
+    /// Decodes by asking for the container kind first (object, array, then scalars), so that each level is decoded once:
+    /// trying `[JSONValue]` and then `[String: JSONValue]` on failure would decode nested input again at every level,
+    /// which costs time exponential in the depth.
     public init(from decoder: any Decoder) throws {
+        if decoder.codingPath.count >= Self.maxDecodingDepth {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "JSON nested too deeply"))
+        }
+        if let object = try? decoder.container(keyedBy: AnyKey.self) {
+            var fields: [String: JSONValue] = [:]
+            for key in object.allKeys {
+                fields[key.stringValue] = try object.decode(JSONValue.self, forKey: key)
+            }
+            self = .object(fields)
+            return
+        }
+        if var array = try? decoder.unkeyedContainer() {
+            var items: [JSONValue] = []
+            while !array.isAtEnd {
+                items.append(try array.decode(JSONValue.self))
+            }
+            self = .array(items)
+            return
+        }
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -18,12 +44,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
             self = .int(value)
         } else if let value = try? container.decode(Double.self) {
             self = .double(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            self = .string(try container.decode(String.self))
         }
     }
 
@@ -38,5 +60,13 @@ public enum JSONValue: Sendable, Hashable, Codable {
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)
         }
+    }
+
+    /// Any object key.
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 }

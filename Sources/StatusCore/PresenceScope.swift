@@ -9,7 +9,13 @@ public enum PresenceScope: Sendable, Hashable {
     /// Users having one of these roles, plus subscriptions.
     case roles(Set<String>)
 
-    /// Parses `subscriptions`, `friends`, `all` or `roles:r1,r2`; anything else is `INVALID_REQUEST`.
+    /// The most roles one `roles:` scope may name (SPEC §1).
+    public static let maxRoles = 32
+    /// The longest role a `roles:` scope may name, in chars (SPEC §1).
+    public static let maxRoleLength = 64
+
+    /// Parses `subscriptions`, `friends`, `all` or `roles:r1,r2` (SPEC §1: 1–32 roles of 1–64 chars `A-Z a-z 0-9 _ - .`);
+    /// anything else is `INVALID_REQUEST`.
     public static func parse(_ value: String?) throws(StatusError) -> PresenceScope {
         guard let value else { return .subscriptions }
         switch value {
@@ -20,12 +26,27 @@ public enum PresenceScope: Sendable, Hashable {
             let prefix = "roles:"
             guard value.hasPrefix(prefix) else { throw invalid() }
             let roles = value.dropFirst(prefix.count).split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-            guard !roles.isEmpty, roles.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 64 }) else { throw invalid() }
+            guard (1...maxRoles).contains(roles.count), roles.allSatisfy(isValidRole) else { throw invalid() }
             return .roles(Set(roles))
         }
     }
 
+    /// A role of a `roles:` scope: 1–64 chars of `A-Z a-z 0-9 _ - .`.
+    public static func isValidRole(_ role: String) -> Bool {
+        let bytes = role.utf8
+        guard (1...maxRoleLength).contains(bytes.count) else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                true
+            default:
+                false
+            }
+        }
+    }
+
     private static func invalid() -> StatusError {
-        StatusError(.invalidRequest, "presence must be subscriptions, friends, all or roles:<r1>,<r2>")
+        StatusError(.invalidRequest, "presence must be subscriptions, friends, all or roles:<r1>,<r2> (1-32 roles of 1-64 chars A-Z a-z 0-9 _ - .)")
     }
 }

@@ -25,7 +25,7 @@ struct StatusdCommand: AsyncParsableCommand {
     )
     var redisUrl: String?
 
-    @Option(help: "Admin API key (env STATUSD_ADMIN_KEY); generated and printed when absent.")
+    @Option(help: "Admin API key, at least 16 bytes (env STATUSD_ADMIN_KEY); generated and logged when absent.")
     var adminKey: String?
 
     @Option(help: "This node's id (env STATUSD_NODE_ID); random when absent.")
@@ -47,6 +47,11 @@ struct StatusdCommand: AsyncParsableCommand {
         let adminKey = adminKey ?? environment["STATUSD_ADMIN_KEY"]
         let redisUrl = redisUrl ?? environment["STATUSD_REDIS_URL"]
         let nodeId = nodeId ?? environment["STATUSD_NODE_ID"]
+        if let adminKey, let problem = AdminKeyPolicy.problem(with: adminKey) {
+            // Refused before anything starts: a node with a guessable admin key must never serve.
+            FileHandle.standardError.write(Data("statusd: refusing to start: \(problem)\n".utf8))
+            throw ExitCode(78)
+        }
         let key = adminKey ?? Self.generatedKey()
         var embedded: EmbeddedRedis?
         let redis: RedisConfiguration
@@ -61,7 +66,11 @@ struct StatusdCommand: AsyncParsableCommand {
         if let nodeId { configuration.nodeId = nodeId }
         configuration.nodeLeaseSeconds = max(2, leaseSeconds)
         if adminKey == nil {
-            print("statusd admin key: \(key)")
+            // Logged, not printed: stdout is block-buffered under systemd and Docker, so a print could stay unseen; and
+            // logged whatever the log level, since without it the admin API cannot be used.
+            var announcer = logger
+            announcer.logLevel = .notice
+            announcer.notice("statusd admin key: \(key)", metadata: ["generated": "true"])
         }
         logger.info("starting statusd", metadata: ["node": "\(configuration.nodeId)", "address": "\(host):\(port)"])
         do {

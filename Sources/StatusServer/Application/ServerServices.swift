@@ -47,7 +47,7 @@ struct ServerServices: Sendable {
             webhooks: webhooks,
             nodeId: configuration.nodeId
         )
-        self.tokens = TokenService(apps: apps)
+        self.tokens = TokenService(apps: apps, users: users)
         self.nodeDevices = NodeRegistry(redis: redis, nodeId: configuration.nodeId, leaseSeconds: configuration.nodeLeaseSeconds)
     }
 

@@ -34,6 +34,7 @@ struct HousekeepingService: Service {
                     }
                     await guarded("dead node cleanup") { try await cleanUpDeadNodes() }
                     await guarded("own device reconciliation") { try await fileUnfiledDepartures() }
+                    await guarded("unfinished app deletions") { try await services.apps.finishUnfinishedDeletions() }
                     if refileChecks > 0 {
                         refileChecks -= 1
                         await guarded("re-filing live sessions") { try await refileLiveSessions() }

@@ -75,6 +75,7 @@ struct StatusOperations: Sendable {
                 result.subscribed.append(id)
             }
         }
+        try await users.addSubscriber(appId: app.appId, subscriberId: userId, targetIds: result.subscribed)
         let user = RedisKeys(appId: app.appId).user(userId)
         let config = app.config
         let reply = try await rateLimited(

@@ -2,11 +2,14 @@ import Foundation
 import JWTKit
 import StatusCore
 
-/// The claims of a user token (SPEC §7): `sub` = userId, `app` = appId, `exp` in seconds, HS256 with the app's secret.
+/// The claims of a user token (SPEC §7): `sub` = userId, `app` = appId, `exp` in seconds, HS256 with the app's secret,
+/// and `gen`, the user's token generation when the token was minted: deleting the user and creating them again changes
+/// it, so older tokens stop working.
 struct UserTokenClaims: JWTPayload {
     var sub: SubjectClaim
     var app: String
     var exp: ExpirationClaim
+    var gen: String?
 
     /// No leeway: a token is rejected from its `exp` second on.
     func verify(using algorithm: some JWTAlgorithm) async throws {
@@ -17,6 +20,7 @@ struct UserTokenClaims: JWTPayload {
 /// Mints and verifies user tokens.
 struct TokenService: Sendable {
     let apps: AppRegistry
+    let users: UserDirectory
 
     /// A minted token and when it expires (epoch ms).
     struct MintedToken: Encodable, Sendable {
@@ -24,16 +28,25 @@ struct TokenService: Sendable {
         var expiresAt: Int64
     }
 
-    /// Mints a token valid for `ttlSeconds`.
+    /// Mints a token valid for `ttlSeconds`, bound to the user's current generation; throws `USER_NOT_FOUND`.
     func mint(app: AppRecord, userId: String, ttlSeconds: Int) async throws -> MintedToken {
+        guard let generation = try await users.tokenGeneration(appId: app.appId, userId: userId) else {
+            throw StatusError(.userNotFound, "user \(userId) not found")
+        }
         let expiry = (Date().timeIntervalSince1970 + Double(ttlSeconds)).rounded(.down)
-        let claims = UserTokenClaims(sub: .init(value: userId), app: app.appId, exp: .init(value: Date(timeIntervalSince1970: expiry)))
+        let claims = UserTokenClaims(
+            sub: .init(value: userId),
+            app: app.appId,
+            exp: .init(value: Date(timeIntervalSince1970: expiry)),
+            gen: generation
+        )
         let token = try await Self.keys(secret: app.tokenSecret).sign(claims)
         return MintedToken(token: token, expiresAt: Int64(expiry) * 1000)
     }
 
-    /// Verifies a token against its app's current secret: a bad, expired or foreign token, or one of a deleted app,
-    /// is `UNAUTHORIZED`. Returns the app and the userId.
+    /// Verifies a token against its app's current secret and its user's current generation: a bad, expired or foreign
+    /// token, one of a deleted app, or one of a deleted user (even if created again since) is `UNAUTHORIZED`. Returns
+    /// the app and the userId.
     func verify(_ token: String) async throws -> (AppRecord, String) {
         let unverified: UserTokenClaims
         do {
@@ -44,13 +57,18 @@ struct TokenService: Sendable {
         guard Identifiers.isValidAppId(unverified.app), let app = try await apps.find(unverified.app) else {
             throw StatusError(.unauthorized, "unknown app")
         }
+        let claims: UserTokenClaims
         do {
-            let claims = try await Self.keys(secret: app.tokenSecret).verify(token, as: UserTokenClaims.self)
-            guard claims.app == app.appId, Identifiers.isValidUserId(claims.sub.value) else { throw StatusError(.unauthorized, "bad token") }
-            return (app, claims.sub.value)
+            claims = try await Self.keys(secret: app.tokenSecret).verify(token, as: UserTokenClaims.self)
         } catch {
             throw StatusError(.unauthorized, "bad or expired token")
         }
+        guard claims.app == app.appId, Identifiers.isValidUserId(claims.sub.value) else { throw StatusError(.unauthorized, "bad token") }
+        let userId = claims.sub.value
+        guard let generation = try await users.tokenGeneration(appId: app.appId, userId: userId), claims.gen == generation else {
+            throw StatusError(.unauthorized, "the token's user no longer exists")
+        }
+        return (app, userId)
     }
 
     private static func keys(secret: String) async -> JWTKeyCollection {

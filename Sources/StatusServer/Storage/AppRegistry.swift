@@ -6,18 +6,29 @@ import Synchronization
 
 /// Apps and their configs (SPEC §3, §7 admin API), with a short-lived per-node cache so that a config change made on
 /// any node takes effect everywhere within ``AppRegistry/cacheTTL``.
+///
+/// The cache holds existing apps only: a lookup of an appId that does not exist is not remembered, so requests naming
+/// made-up appIds (unauthenticated, with a wrong key) allocate nothing that outlives them. It is also capped at
+/// ``AppRegistry/cacheCapacity`` entries, past which stale entries are dropped, and then all.
 final class AppRegistry: Sendable {
     /// How long a node trusts its cached copy of an app; SPEC §3 wants changes everywhere within 1 s.
     static let cacheTTL: Duration = .milliseconds(500)
+    /// The most apps cached per node.
+    static let cacheCapacity = 10_000
 
     private let redis: RedisClient
     private let scripts: ScriptLibrary
-    private let cache = Mutex<[String: (record: AppRecord?, fetched: ContinuousClock.Instant)]>([:])
+    private let cache = Mutex<[String: (record: AppRecord, fetched: ContinuousClock.Instant)]>([:])
+    let deletion: AppDeletion
 
     init(redis: RedisClient, scripts: ScriptLibrary) {
         self.redis = redis
         self.scripts = scripts
+        self.deletion = AppDeletion(redis: redis, scripts: scripts)
     }
+
+    /// How many apps this node caches (for tests of the cache bound).
+    var cachedCount: Int { cache.withLock { $0.count } }
 
     /// Creates an app; returns the record and the API key (shown once, stored only as a digest).
     func create(appId: String, config: AppConfig) async throws -> (record: AppRecord, apiKey: String) {
@@ -28,10 +39,14 @@ final class AppRegistry: Sendable {
         let keys = RedisKeys(appId: appId)
         let created = try await redis.evalScript(
             scripts.appCreate,
-            keys: [keys.app],
+            keys: [keys.app, keys.deletionTombstone],
             arguments: [raw, digest, secret, String(WallClock.nowMs())]
         )
-        guard created.int == 1 else { throw StatusError(.appExists, "app \(appId) exists") }
+        switch created.int {
+        case 1: break
+        case -1: throw StatusError(.appExists, "app \(appId) is still being deleted, try again shortly")
+        default: throw StatusError(.appExists, "app \(appId) exists")
+        }
         _ = try await redis.pipeline([["SET", RedisKeys.apiKey(digest: digest), appId], ["SADD", RedisKeys.apps, appId]])
         let record = AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
         store(record, for: appId)
@@ -82,19 +97,17 @@ final class AppRegistry: Sendable {
         throw StatusError(.unavailable, "config is changing too fast, try again")
     }
 
-    /// Deletes the app record (so its keys and tokens stop working at once), then every key of the app.
+    /// Deletes the app crash-safely (``AppDeletion``): the record is replaced by a tombstone at once (its key and tokens
+    /// stop working), then every key goes. Throws `APP_NOT_FOUND` when there is neither app nor unfinished deletion.
     func delete(_ appId: String) async throws {
-        let record = try await require(appId)
-        let keys = RedisKeys(appId: appId)
-        _ = try await redis.pipeline([
-            ["DEL", keys.app],
-            ["DEL", RedisKeys.apiKey(digest: record.apiKeyDigest)],
-            ["SREM", RedisKeys.apps, appId],
-        ])
-        store(nil, for: appId)
-        for pattern in keys.allKeysPatterns {
-            try await deleteKeys(matching: pattern)
-        }
+        invalidate(appId)
+        defer { invalidate(appId) }
+        try await deletion.delete(appId)
+    }
+
+    /// Finishes deletions that a node began and did not complete (it died); housekeeping calls this periodically.
+    func finishUnfinishedDeletions() async throws {
+        try await deletion.finishUnfinished()
     }
 
     /// Forgets the cached copy of an app (its config changed on another node, or it was deleted).
@@ -126,19 +139,20 @@ final class AppRegistry: Sendable {
         return AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
     }
 
+    /// Caches an existing app; forgets a missing one (negative lookups are never cached).
     private func store(_ record: AppRecord?, for appId: String) {
-        cache.withLock { $0[appId] = (record, ContinuousClock.now) }
-    }
-
-    private func deleteKeys(matching pattern: String) async throws {
-        var cursor = "0"
-        repeat {
-            let reply = try await redis.send("SCAN", cursor, "MATCH", pattern, "COUNT", "1000")
-            guard let parts = reply.array, parts.count == 2 else { return }
-            cursor = parts[0].string ?? "0"
-            let found = parts[1].array?.compactMap(\.string) ?? []
-            if !found.isEmpty { _ = try await redis.send(["UNLINK"] + found) }
-        } while cursor != "0"
+        let now = ContinuousClock.now
+        cache.withLock { cache in
+            guard let record else {
+                cache.removeValue(forKey: appId)
+                return
+            }
+            if cache[appId] == nil, cache.count >= Self.cacheCapacity {
+                cache = cache.filter { now - $0.value.fetched < Self.cacheTTL }
+                if cache.count >= Self.cacheCapacity { cache.removeAll(keepingCapacity: false) }
+            }
+            cache[appId] = (record, now)
+        }
     }
 
     private static func randomHex(bytes: Int) -> String {

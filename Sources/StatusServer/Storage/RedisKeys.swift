@@ -14,6 +14,10 @@ struct RedisKeys: Sendable {
     /// Backend-driven devices by heartbeat time (member `userId\ndeviceId`).
     var heartbeats: String { "st:{\(appId)}:hb" }
 
+    /// The tombstone of an unfinished deletion of this app (hash: API key digest, since, owner, claimed until); while it
+    /// stands the appId cannot be created again. In the app record's slot, so one script swaps one for the other.
+    var deletionTombstone: String { "st:{\(appId)}:deleting" }
+
     /// The keys of one user of this app.
     func user(_ userId: String) -> UserKeys { UserKeys(tag: "{\(appId):\(userId)}") }
 
@@ -24,6 +28,9 @@ struct RedisKeys: Sendable {
     static func apiKey(digest: String) -> String { "st:apikey:\(digest)" }
     /// The set of all appIds.
     static let apps = "st:apps"
+    /// The appIds whose deletion may be unfinished (each has, or had, a ``deletionTombstone``), for the sweep that
+    /// finishes them.
+    static let deletingApps = "st:apps:deleting"
 }
 
 /// The keys of one user; all in the user's hash slot.
@@ -37,13 +44,16 @@ struct UserKeys: Sendable {
     var friends: String { "st:\(tag):friends" }
     var blocks: String { "st:\(tag):blocks" }
     var blockedBy: String { "st:\(tag):blockedby" }
+    /// Users who subscribed to this user (a set; a superset: entries may outlive the subscription), so that deleting
+    /// the user can remove every subscription to them (SPEC §7).
+    var subscribers: String { "st:\(tag):subscribers" }
 
     /// The sliding-window log of one rate-limited operation.
     func rateLimit(_ operation: RateLimitedOperation) -> String { "st:\(tag):rl:\(operation.rawValue)" }
 
     /// Every key of the user, for deletion.
     var all: [String] {
-        [profile, status, devices, subscriptions, friends, blocks, blockedBy] + RateLimitedOperation.allCases.map(rateLimit)
+        [profile, status, devices, subscriptions, friends, blocks, blockedBy, subscribers] + RateLimitedOperation.allCases.map(rateLimit)
     }
 }
 

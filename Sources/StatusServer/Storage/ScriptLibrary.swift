@@ -14,12 +14,15 @@ struct ScriptLibrary: Sendable {
     let appCreate: RedisScript
     let appConfigUpdate: RedisScript
     let profilePut: RedisScript
+    let appDeleteMark: RedisScript
+    let appDeleteClaim: RedisScript
+    let appDeleteFinish: RedisScript
 
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
         [
             setCustomStatus, deviceConnect, deviceHeartbeat, devicesRemove, subscribe, unsubscribe, queryRateLimit, presenceIndex,
-            appCreate, appConfigUpdate, profilePut,
+            appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
         ]
     }
 
@@ -40,7 +43,10 @@ struct ScriptLibrary: Sendable {
             presenceIndex: try script("presence_index"),
             appCreate: try script("app_create"),
             appConfigUpdate: try script("app_config_update"),
-            profilePut: try script("profile_put")
+            profilePut: try script("profile_put"),
+            appDeleteMark: try script("app_delete_mark"),
+            appDeleteClaim: try script("app_delete_claim"),
+            appDeleteFinish: try script("app_delete_finish")
         )
     }
 

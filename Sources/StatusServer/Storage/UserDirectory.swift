@@ -13,11 +13,12 @@ struct UserDirectory: Sendable {
     /// Creates or replaces a profile, and indexes the user in the app.
     func put(appId: String, userId: String, input: UserProfileInput) async throws -> UserProfile {
         let keys = RedisKeys(appId: appId)
-        var arguments = [String(WallClock.nowMs())]
+        var arguments = [String(WallClock.nowMs()), UUID().uuidString]
         if let name = input.name { arguments += ["name", name] }
         if let role = input.role { arguments += ["role", role] }
         if let tags = input.tags { arguments += ["tags", try JSONCoding.string(tags)] }
         if let metadata = input.metadata, metadata != .null { arguments += ["metadata", try JSONCoding.string(metadata)] }
+        if let privacy = input.lastSeenPrivacy { arguments += ["lastSeenPrivacy", privacy.rawValue] }
         _ = try await redis.evalScript(scripts.profilePut, keys: [keys.user(userId).profile], arguments: arguments)
         _ = try await redis.send("ZADD", keys.users, "0", userId)
         return try await require(appId: appId, userId: userId)
@@ -36,6 +37,15 @@ struct UserDirectory: Sendable {
     func requireExists(appId: String, userId: String) async throws {
         let exists = try await redis.send("EXISTS", RedisKeys(appId: appId).user(userId).profile)
         guard exists.int == 1 else { throw StatusError(.userNotFound, "user \(userId) not found") }
+    }
+
+    /// The user's token generation (SPEC §7: a user created again needs new tokens): a random value set when the
+    /// profile is created, or the creation time for profiles created before generations existed; nil when the user
+    /// does not exist.
+    func tokenGeneration(appId: String, userId: String) async throws -> String? {
+        let reply = try await redis.send("HMGET", RedisKeys(appId: appId).user(userId).profile, "gen", "createdAt")
+        guard let values = reply.array, values.count == 2 else { return nil }
+        return values[0].string ?? values[1].string
     }
 
     /// Which of `userIds` exist, in one round trip.
@@ -58,22 +68,41 @@ struct UserDirectory: Sendable {
         return result
     }
 
-    /// Deletes the user's keys, removes them from the others' relationship sets and from the app's indexes.
-    /// Returns the user's friends and the users on either side of a block, whose nodes must forget the user.
+    /// Deletes the user's keys, removes them from the others' relationship sets, removes every other user's
+    /// subscription to them (found through the reverse index ``UserKeys/subscribers``, SPEC §7), and removes them from
+    /// the app's indexes. Returns the user's friends, the users on either side of a block and their subscribers, whose
+    /// nodes must forget the user.
     func delete(appId: String, userId: String) async throws -> Set<String> {
         let keys = RedisKeys(appId: appId)
         let user = keys.user(userId)
-        let replies = try await redis.pipeline([["SMEMBERS", user.friends], ["SMEMBERS", user.blocks], ["SMEMBERS", user.blockedBy]])
+        let replies = try await redis.pipeline([
+            ["SMEMBERS", user.friends], ["SMEMBERS", user.blocks], ["SMEMBERS", user.blockedBy], ["SMEMBERS", user.subscribers],
+            ["ZRANGE", user.subscriptions, "0", "-1"],
+        ])
         let friends = replies[0].array?.compactMap(\.string) ?? []
         let blocks = replies[1].array?.compactMap(\.string) ?? []
         let blockedBy = replies[2].array?.compactMap(\.string) ?? []
+        let subscribers = replies[3].array?.compactMap(\.string) ?? []
+        let targets = replies[4].array?.compactMap(\.string) ?? []
         _ = try await redis.send(["DEL"] + user.all)
         var commands: [[String]] = [["ZREM", keys.users, userId], ["ZREM", keys.online, userId], ["HDEL", keys.onlineVersions, userId]]
         commands += friends.map { ["SREM", keys.user($0).friends, userId] }
         commands += blocks.map { ["SREM", keys.user($0).blockedBy, userId] }
         commands += blockedBy.map { ["SREM", keys.user($0).blocks, userId] }
+        commands += subscribers.map { ["ZREM", keys.user($0).subscriptions, userId] }
+        commands += targets.map { ["SREM", keys.user($0).subscribers, userId] }
         _ = try await redis.pipeline(commands)
-        return Set(friends + blocks + blockedBy)
+        return Set(friends + blocks + blockedBy + subscribers)
+    }
+
+    /// Records `subscriberId` in each target's reverse index, before the subscription itself is written. The index is a
+    /// superset of the real subscribers and is never trimmed on unsubscribe or eviction (a removal there could race a
+    /// concurrent re-subscription of the same user and lose an entry); a stale entry costs one no-op `ZREM` when the
+    /// target is deleted, and the entries of a deleted subscriber are removed with it.
+    func addSubscriber(appId: String, subscriberId: String, targetIds: [String]) async throws {
+        guard !targetIds.isEmpty else { return }
+        let keys = RedisKeys(appId: appId)
+        _ = try await redis.pipeline(targetIds.map { ["SADD", keys.user($0).subscribers, subscriberId] })
     }
 
     /// Adds mutual friendships.
@@ -144,6 +173,7 @@ struct UserDirectory: Sendable {
             role: fields["role"],
             tags: fields["tags"].flatMap { try? JSONCoding.decoder.decode([String].self, from: Data($0.utf8)) },
             metadata: fields["metadata"].flatMap { try? JSONCoding.decoder.decode(JSONValue.self, from: Data($0.utf8)) },
+            lastSeenPrivacy: fields["lastSeenPrivacy"].flatMap(LastSeenPrivacy.init(rawValue:)),
             createdAt: fields["createdAt"].flatMap { Int64($0) },
             updatedAt: fields["updatedAt"].flatMap { Int64($0) }
         )

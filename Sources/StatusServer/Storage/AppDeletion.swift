@@ -1,0 +1,133 @@
+import Foundation
+import RedisClient
+import StatusCore
+
+/// Crash-safe app deletion (SPEC §7 `DELETE /v1/apps/{appId}`: all its data goes).
+///
+/// 1. The appId joins ``RedisKeys/deletingApps`` (so a sweep can find it), then one script swaps the app record for a
+///    tombstone claimed by this node: from that moment the app is invisible (`APP_NOT_FOUND`, its key and tokens 401)
+///    and cannot be created again (`APP_EXISTS` "still being deleted").
+/// 2. The API-key index entry and the `st:apps` membership go, then every key of the app is scanned and unlinked. The
+///    claim is renewed before each batch, so if this node dies its claim lapses after ``AppDeletion/claimLease`` and
+///    any node's housekeeping (``finishUnfinished()``) takes over; a node that lost its claim stops.
+/// 3. A second scan runs once the tombstone is older than twice the app cache's lifetime, so that writes of requests
+///    that were authenticated against a cached copy of the app just before it went are removed too.
+/// 4. The tombstone goes, and the appId may be created again with nothing inherited.
+struct AppDeletion: Sendable {
+    let redis: RedisClient
+    let scripts: ScriptLibrary
+    /// Who holds a claim: one id per process.
+    let owner = "del-" + UUID().uuidString
+    /// How long a claim lasts without renewal.
+    static let claimLease: Duration = .seconds(30)
+    /// How old a tombstone must be before the last scan: by then no node trusts a cached copy of the app.
+    static let settleTime: Duration = AppRegistry.cacheTTL * 2
+
+    /// Deletes the app; throws `APP_NOT_FOUND` when there is neither an app nor an unfinished deletion. A deletion
+    /// already under way (another request, or a node that died) is finished here when its claim can be taken, else
+    /// left to its owner; either way the answer is success.
+    func delete(_ appId: String) async throws {
+        let keys = RedisKeys(appId: appId)
+        _ = try await redis.send("SADD", RedisKeys.deletingApps, appId)
+        let reply = try await redis.evalScript(scripts.appDeleteMark, keys: [keys.app, keys.deletionTombstone], arguments: [owner, leaseMs])
+        switch reply.array?.first?.int {
+        case 1:
+            try await run(appId)
+        case 2:
+            try await finish(appId)
+        default:
+            _ = try await redis.send("SREM", RedisKeys.deletingApps, appId)
+            throw StatusError(.appNotFound, "app \(appId) not found")
+        }
+    }
+
+    /// Finishes every deletion left unfinished by a node that died (its claim lapsed).
+    func finishUnfinished() async throws {
+        let pending = try await redis.send("SMEMBERS", RedisKeys.deletingApps).array?.compactMap(\.string) ?? []
+        for appId in pending where Identifiers.isValidAppId(appId) {
+            try await finish(appId)
+        }
+    }
+
+    /// Takes the claim on an existing tombstone and runs the deletion; forgets the appId when it has no tombstone.
+    private func finish(_ appId: String) async throws {
+        switch try await claim(appId) {
+        case .claimed: try await run(appId)
+        case .busy: return
+        case .gone: _ = try await redis.send("SREM", RedisKeys.deletingApps, appId)
+        }
+    }
+
+    /// Steps 2–4, under a claim this node holds.
+    private func run(_ appId: String) async throws {
+        let keys = RedisKeys(appId: appId)
+        guard case .claimed(let digest, _) = try await claim(appId) else { return }
+        var cleanup: [[String]] = [["SREM", RedisKeys.apps, appId]]
+        if !digest.isEmpty {
+            // The digest index must not point at the app any more; a new app gets a new random key, never this digest.
+            cleanup.append(["DEL", RedisKeys.apiKey(digest: digest)])
+        }
+        _ = try await redis.pipeline(cleanup)
+        guard try await unlinkKeys(of: appId) else { return }
+        guard case .claimed(_, let age) = try await claim(appId) else { return }
+        if age < Self.settleTime {
+            try await Task.sleep(for: Self.settleTime - age)
+        }
+        guard try await unlinkKeys(of: appId) else { return }
+        let finished = try await redis.evalScript(scripts.appDeleteFinish, keys: [keys.deletionTombstone], arguments: [owner])
+        if finished.int == 1 {
+            _ = try await redis.send("SREM", RedisKeys.deletingApps, appId)
+        }
+    }
+
+    /// Unlinks every key of the app except its tombstone, renewing the claim before each batch; false when the claim
+    /// was lost (another node finishes the deletion).
+    private func unlinkKeys(of appId: String) async throws -> Bool {
+        let keys = RedisKeys(appId: appId)
+        for pattern in keys.allKeysPatterns {
+            var cursor = "0"
+            repeat {
+                let reply = try await redis.send("SCAN", cursor, "MATCH", pattern, "COUNT", "1000")
+                guard let parts = reply.array, parts.count == 2 else { break }
+                cursor = parts[0].string ?? "0"
+                let found = (parts[1].array?.compactMap(\.string) ?? []).filter { $0 != keys.deletionTombstone }
+                guard case .claimed = try await claim(appId) else { return false }
+                if !found.isEmpty { _ = try await redis.send(["UNLINK"] + found) }
+            } while cursor != "0"
+        }
+        return true
+    }
+
+    /// The outcome of taking or renewing the claim on a tombstone.
+    private enum Claim {
+        /// This node holds the claim; the tombstone's API key digest and age.
+        case claimed(digest: String, age: Duration)
+        /// Another live node holds it.
+        case busy
+        /// No tombstone: nothing to delete.
+        case gone
+    }
+
+    private func claim(_ appId: String) async throws -> Claim {
+        let reply = try await redis.evalScript(
+            scripts.appDeleteClaim,
+            keys: [RedisKeys(appId: appId).deletionTombstone],
+            arguments: [owner, leaseMs]
+        )
+        let values = reply.array ?? []
+        switch values.first?.int {
+        case 1:
+            let digest = values.count > 1 ? values[1].string ?? "" : ""
+            let ageMs = values.count > 2 ? values[2].int ?? 0 : 0
+            return .claimed(digest: digest, age: .milliseconds(ageMs))
+        case 0:
+            return .busy
+        default:
+            return .gone
+        }
+    }
+
+    private var leaseMs: String {
+        String(Self.claimLease.components.seconds * 1000)
+    }
+}

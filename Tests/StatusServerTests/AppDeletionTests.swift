@@ -1,0 +1,158 @@
+import Foundation
+import Logging
+import RedisClient
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §7 `DELETE /v1/apps/{appId}`: all its data goes, crash-safely (a tombstone first, the keys after, finished by any
+/// node), and the appId can only be created again once nothing of the old app is left.
+@Suite struct AppDeletionTests {
+    private func redis() throws -> RedisClient {
+        RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "app-deletion-test"))
+    }
+
+    private func services(_ redis: RedisClient) throws -> ServerServices {
+        var logger = Logger(label: "app-deletion-test")
+        logger.logLevel = .warning
+        let configuration = ServerConfiguration(redis: try TestRedis.configuration, adminKey: "unused-admin-key-0123456789")
+        return try ServerServices(configuration: configuration, redis: redis, logger: logger)
+    }
+
+    /// Every key of the app (record, tombstone, users' keys).
+    private func keys(of appId: String, _ redis: RedisClient) async throws -> [String] {
+        var found: [String] = []
+        for pattern in RedisKeys(appId: appId).allKeysPatterns {
+            found += try await redis.send("KEYS", pattern).array?.compactMap(\.string) ?? []
+        }
+        return found
+    }
+
+    /// Leaves the app as a node that died right after marking it deleted would: record gone, tombstone with a lapsed claim.
+    private func crashMidDeletion(_ appId: String, _ redis: RedisClient, claimedUntil: String = "0") async throws {
+        let keys = RedisKeys(appId: appId)
+        let digest = try #require(try await redis.send("HGET", keys.app, "key").string)
+        _ = try await redis.send("SADD", RedisKeys.deletingApps, appId)
+        _ = try await redis.send("HSET", keys.deletionTombstone, "key", digest, "since", "0", "owner", "dead-node", "until", claimedUntil)
+        _ = try await redis.send("DEL", keys.app)
+    }
+
+    private func populate(_ app: APIClient) async throws {
+        try await app.createUsers(["alice", "bob"])
+        expectOK(try await app.subscribe("alice", ["bob"]))
+        expectOK(try await app.call(.put, "/users/alice/friends", ["userIds": ["bob"]]))
+        expectOK(try await app.login("bob", "d1"))
+    }
+
+    @Test func deleteRemovesEveryKeyAndTheAppIdStartsAfresh() async throws {
+        let redis = try redis()
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await populate(app)
+            #expect(try await keys(of: app.appId, redis).count > 3)
+            #expect(try await api.admin(.delete, "/v1/apps/\(app.appId)").status == 204)
+            #expect(try await keys(of: app.appId, redis).isEmpty)
+            expectError(try await api.admin(.get, "/v1/apps/\(app.appId)"), 404, "APP_NOT_FOUND")
+            expectError(try await api.admin(.delete, "/v1/apps/\(app.appId)"), 404, "APP_NOT_FOUND")
+            expectError(try await app.call(.get, "/users/alice"), 401, "UNAUTHORIZED")
+            #expect(try await redis.send("SISMEMBER", RedisKeys.deletingApps, app.appId).int == 0)
+        }
+        await redis.close()
+    }
+
+    @Test func aDeletionInterruptedByACrashBlocksRecreationAndIsFinishedByAnyNode() async throws {
+        let redis = try redis()
+        let services = try services(redis)
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await populate(app)
+            try await crashMidDeletion(app.appId, redis)
+            // Invisible at once, and not creatable while the deletion is unfinished.
+            expectError(try await api.admin(.get, "/v1/apps/\(app.appId)"), 404, "APP_NOT_FOUND")
+            expectError(try await app.call(.get, "/users/alice"), 401, "UNAUTHORIZED")
+            let recreated = try await api.admin(.post, "/v1/apps", ["appId": .string(app.appId)])
+            expectError(recreated, 409, "APP_EXISTS")
+            #expect(recreated.body["error"]["message"].string?.contains("being deleted") == true)
+            // The periodic sweep (housekeeping) finishes it.
+            try await services.apps.finishUnfinishedDeletions()
+            #expect(try await keys(of: app.appId, redis).isEmpty)
+            #expect(try await redis.send("SISMEMBER", RedisKeys.deletingApps, app.appId).int == 0)
+            // Created again: nothing inherited.
+            let fresh = try await api.admin(.post, "/v1/apps", ["appId": .string(app.appId), "config": premiumConfig])
+            #expect(fresh.status == 201)
+            var again = app
+            again.apiKey = try #require(fresh.body["apiKey"].string)
+            expectError(try await again.call(.get, "/users/alice"), 404, "USER_NOT_FOUND")
+            try await again.createUsers(["alice"])
+            #expect(try await again.subscriptions("alice").isEmpty)
+            #expect(expectOK(try await again.call(.get, "/users/alice/friends"))["userIds"].strings.isEmpty)
+        }
+        await redis.close()
+    }
+
+    @Test func aSecondDeleteFinishesAnAbandonedDeletionWith204() async throws {
+        let redis = try redis()
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await populate(app)
+            try await crashMidDeletion(app.appId, redis)
+            #expect(try await api.admin(.delete, "/v1/apps/\(app.appId)").status == 204)
+            #expect(try await keys(of: app.appId, redis).isEmpty)
+            expectError(try await api.admin(.delete, "/v1/apps/\(app.appId)"), 404, "APP_NOT_FOUND")
+            #expect(try await api.admin(.post, "/v1/apps", ["appId": .string(app.appId)]).status == 201)
+        }
+        await redis.close()
+    }
+
+    @Test func creationWhileAnotherNodeIsDeletingIsRefusedAndNothingVanishes() async throws {
+        let redis = try redis()
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await populate(app)
+            // Another (live) node holds the claim on the deletion.
+            try await crashMidDeletion(app.appId, redis, claimedUntil: "99999999999999")
+            expectError(try await api.admin(.post, "/v1/apps", ["appId": .string(app.appId)]), 409, "APP_EXISTS")
+            #expect(try await api.admin(.delete, "/v1/apps/\(app.appId)").status == 204)
+            expectError(try await api.admin(.post, "/v1/apps", ["appId": .string(app.appId)]), 409, "APP_EXISTS")
+            // The owner's claim lapses (it died): the next DELETE or sweep finishes, and only then may it be created.
+            _ = try await redis.send("HSET", RedisKeys(appId: app.appId).deletionTombstone, "until", "0")
+            #expect(try await api.admin(.delete, "/v1/apps/\(app.appId)").status == 204)
+            let created = try await api.admin(.post, "/v1/apps", ["appId": .string(app.appId), "config": premiumConfig])
+            #expect(created.status == 201)
+            var again = app
+            again.apiKey = try #require(created.body["apiKey"].string)
+            try await again.createUsers(["carol"])
+            try await Task.sleep(for: .milliseconds(200))
+            expectOK(try await again.call(.get, "/users/carol"))
+        }
+        await redis.close()
+    }
+}
+
+/// Unauthenticated requests allocate nothing per appId: the app cache keeps existing apps only.
+@Suite struct AppCacheBoundTests {
+    @Test func unknownAppIdsLeaveTheCacheEmpty() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "app-cache-test"))
+        let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load())
+        let prefix = "ghost" + UUID().uuidString.prefix(8)
+        for index in 0..<5_000 {
+            #expect(try await registry.find("\(prefix)-\(index)") == nil)
+        }
+        #expect(registry.cachedCount == 0)
+        let created = try await registry.create(appId: "cache" + UUID().uuidString.prefix(8), config: AppConfig())
+        #expect(try await registry.find(created.record.appId) != nil)
+        #expect(registry.cachedCount == 1)
+        try await registry.delete(created.record.appId)
+        #expect(registry.cachedCount == 0)
+        await redis.close()
+    }
+
+    @Test func wrongKeysForUnknownAppsThroughHTTPAreRefused() async throws {
+        try await withStatusd { api in
+            for index in 0..<500 {
+                expectError(try await api.raw(.get, "/v1/apps/nope\(index)/users/alice", key: "sk_wrong"), 401, "UNAUTHORIZED")
+            }
+        }
+    }
+}

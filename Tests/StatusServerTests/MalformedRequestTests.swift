@@ -1,0 +1,70 @@
+import Foundation
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// Every malformed HTTP request is answered with the SPEC §7 error body and the connection closed, at once.
+@Suite struct MalformedRequestTests {
+    /// Feeds raw bytes to NIO's HTTP/1.1 server codec with ``MalformedRequestHandler`` behind the decoder, and returns
+    /// what the server wrote, whether it closed, and the request parts that reached the rest of the pipeline.
+    private func serve(_ bytes: [UInt8]) throws -> (response: String, closed: Bool, forwarded: [HTTPServerRequestPart]) {
+        let channel = EmbeddedChannel()
+        let encoder = HTTPResponseEncoder()
+        try channel.pipeline.syncOperations.addHandler(encoder)
+        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes)))
+        try MalformedRequestHandler.install(in: channel.pipeline.syncOperations)
+        var buffer = channel.allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        _ = try? channel.writeInbound(buffer)
+        var forwarded: [HTTPServerRequestPart] = []
+        while let part = try? channel.readInbound(as: HTTPServerRequestPart.self) { forwarded.append(part) }
+        var response = ""
+        while let out = try channel.readOutbound(as: ByteBuffer.self) { response += String(buffer: out) }
+        return (response, !channel.isActive, forwarded)
+    }
+
+    private func expectRefused(_ request: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let served = try serve(request)
+        #expect(served.response.hasPrefix("HTTP/1.1 400"), "\(served.response)", sourceLocation: sourceLocation)
+        #expect(served.closed, sourceLocation: sourceLocation)
+        let body = served.response.components(separatedBy: "\r\n\r\n").dropFirst().joined()
+        let json = try JSONDecoder().decode(JSONValue.self, from: Data(body.utf8))
+        #expect(json["error"]["code"].string == "INVALID_REQUEST", sourceLocation: sourceLocation)
+        #expect(json["error"]["message"].string?.isEmpty == false, sourceLocation: sourceLocation)
+        #expect(!served.forwarded.contains { if case .head = $0 { true } else { false } }, sourceLocation: sourceLocation)
+    }
+
+    @Test func nonASCIIBytesInThePath() throws {
+        try expectRefused(Array("GET /v1/apps/".utf8) + [0xC3, 0xA9, 0xFF] + Array(" HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+    }
+
+    @Test func aNulByteInAuthorization() throws {
+        try expectRefused(Array("GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a".utf8) + [0] + Array("b\r\n\r\n".utf8))
+    }
+
+    @Test func chunkedTogetherWithContentLength() throws {
+        let request = "POST /v1/apps HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n"
+        try expectRefused(Array(request.utf8))
+    }
+
+    @Test(arguments: [
+        "GARBAGE\r\n\r\n", "GET / HTTP/9.9\r\n\r\n", "GET /healthz HTTP/1.1\r\nBad Header\r\n\r\n",
+        "POST /v1/apps HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        "POST /v1/apps HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ])
+    func otherMalformedRequests(_ request: String) throws {
+        try expectRefused(Array(request.utf8))
+    }
+
+    @Test func wellFormedRequestsPassThrough() throws {
+        let served = try serve(Array("GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer abc\r\n\r\n".utf8))
+        #expect(served.response.isEmpty)
+        #expect(!served.closed)
+        #expect(served.forwarded.count == 2)
+    }
+}
