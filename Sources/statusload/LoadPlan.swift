@@ -28,6 +28,7 @@ struct LoadPlan: Sendable {
     var holdUntilFile: String?
     var threads: Int
     var stopOnLoss: Bool
+    var readBatchMs: Double
 
     /// The devices this process runs.
     var localDevices: [Int] { Array(stride(from: slice.index, to: devices, by: slice.count)) }

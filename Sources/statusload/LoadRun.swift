@@ -33,6 +33,8 @@ struct LoadRun: Sendable {
         Self.armWatchdog(plan)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: plan.threads)
         let loops = Array(group.makeIterator())
+        let pacer = ReadPacer(pauseMilliseconds: plan.readBatchMs)
+        pacer.start(on: loops)
         let registry = DeviceRegistry(deviceCount: plan.devices, nodeCount: plan.urls.count, graph: graph, multiDeviceSync: plan.multiDeviceSync)
         let stats = LoadStats(loops: loops, nodeCount: plan.urls.count)
         let connector = DeviceConnector(loops: loops, endpoints: endpoints, tokens: app.tokens, registry: registry, stats: stats)
@@ -192,6 +194,7 @@ struct LoadRun: Sendable {
             report.printTable()
             return report
         }
+        pacer.stop()
         try? await group.shutdownGracefully()
         if !plan.keepApp {
             try? await client.deleteApp(app.appId)

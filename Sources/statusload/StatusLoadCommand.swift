@@ -97,6 +97,9 @@ struct StatusLoadCommand: AsyncParsableCommand {
     @Option(help: "Event loops for the devices' connections (default: one per core).")
     var threads: Int?
 
+    @Option(help: "Milliseconds each event loop pauses between two passes over its ready sockets (batches reads; 0 = off).")
+    var readBatchMs: Double = 1
+
     @Flag(help: "Stop stepping up the rate after a step that lost events.")
     var stopOnLoss = false
 
@@ -155,7 +158,8 @@ struct StatusLoadCommand: AsyncParsableCommand {
             slice: DeviceSlice(deviceSlice) ?? DeviceSlice(index: 0, count: 1),
             holdUntilFile: holdUntilFile,
             threads: threads ?? System.coreCount,
-            stopOnLoss: stopOnLoss
+            stopOnLoss: stopOnLoss,
+            readBatchMs: readBatchMs
         )
         let report = try await LoadRun(plan: plan).run()
         let line = report.jsonLine()
