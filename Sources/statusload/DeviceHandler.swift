@@ -90,6 +90,7 @@ final class DeviceHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var incoming = unwrapInboundIn(data)
+        stats.reads &+= 1
         guard var buffer = unread.take() else {
             process(&incoming, context: context)
             keep(incoming)

@@ -79,6 +79,7 @@ final class LoadStats: Sendable {
                 for node in 0..<nodeCount { merged.latencyPerNode[node].add(copies[2 + node]) }
             }
         }
+        if nodeCount == 1 { merged.latencyPerNode[0] = merged.latency }
         sending.withLock { state in
             merged.changesSent = state.changesSent
             merged.changesSkipped = state.changesSkipped

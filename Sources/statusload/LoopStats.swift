@@ -21,6 +21,8 @@ final class LoopStats: @unchecked Sendable {
     private(set) var latency = LatencySummary.histogram()
     private(set) var latencyPerNode: [Histogram<UInt64>]
     private(set) var connectTime = LatencySummary.histogram()
+    /// Socket reads that brought data (``ReadPacer`` pauses the loop while they keep coming).
+    var reads = 0
     /// Changes numbered below this belong to an earlier step: their events are late, not delivered.
     private var stepFirstSequence = 0
 
@@ -40,7 +42,8 @@ final class LoopStats: @unchecked Sendable {
         let value = micros > 600_000_000 ? 0 : micros
         counters.received[node] += 1
         latency.record(value)
-        latencyPerNode[node].record(value)
+        // With one node its histogram is the total one (see ``LoadStats/snapshot(histograms:)``).
+        if latencyPerNode.count > 1 { latencyPerNode[node].record(value) }
     }
 
     func recordOtherEvent() { counters.otherEvents += 1 }
