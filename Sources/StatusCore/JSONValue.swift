@@ -67,6 +67,6 @@ public enum JSONValue: Sendable, Hashable, Codable {
         var stringValue: String
         var intValue: Int? { nil }
         init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
+        init?(intValue: Int) { return nil }
     }
 }
