@@ -131,6 +131,37 @@ import Testing
         }
     }
 
+    @Test func aNodeWhoseBusInboxOverflowsStillConverges() async throws {
+        let tinyInbox: (inout ServerConfiguration) -> Void = { $0.busInboxLimit = 4 }
+        try await withStatusd(.live, configure: tinyInbox) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            let targets = (0..<20).map { "t\($0)" }
+            try await app.createUsers(["watcher"] + targets)
+            _ = try await app.call(.post, "/users/watcher/subscriptions", ["userIds": .array(targets.map(JSONValue.string))])
+            try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1")) { watcher, _ in
+                let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "flood"))
+                try await withThrowingDiscardingTaskGroup { group in
+                    group.addTask { try await redis.run() }
+                    // A flood of bus messages about another app, pipelined with the real changes.
+                    let noise = #"{"configChanged":{"appId":"flood-noise"}}"#
+                    for target in targets {
+                        _ = try await redis.pipeline(Array(repeating: ["PUBLISH", BusMessage.channel, noise], count: 200))
+                        _ = try await app.call(.put, "/users/\(target)/status", ["customStatus": "flooded"])
+                    }
+                    group.cancelAll()
+                }
+                var converged: Set<String> = []
+                let deadline = ContinuousClock.now + .seconds(3)
+                while converged.count < targets.count, ContinuousClock.now < deadline {
+                    let event = try await watcher.next(timeout: .seconds(3)) { $0["event"].string == "onUserStatusChanged" }
+                    let status = event["statuses"][0]
+                    if status["customStatus"].string == "flooded", let userId = status["userId"].string { converged.insert(userId) }
+                }
+                #expect(converged.count == targets.count, "\(targets.count - converged.count) targets never converged")
+            }
+        }
+    }
+
     @Test func aStalledNodeFilesItsLiveDevicesOnlineAgain() async throws {
         let adminKey = "admin-" + UUID().uuidString
         let shortLease: (inout ServerConfiguration) -> Void = { $0.nodeLeaseSeconds = 3 }

@@ -20,7 +20,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     StatusRoutes(services: services).register(on: router)
     let index = FanoutIndex()
     let work = DeviceWorkQueue()
-    let fanout = FanoutService(index: index, services: services, work: work, logger: logger)
+    let fanout = FanoutService(index: index, services: services, work: work, inboxLimit: configuration.busInboxLimit, logger: logger)
     var limits = DeviceConnectionStateMachine.Limits()
     limits.backlogBytes = configuration.sessionBacklogBytes
     let gateway = DeviceGateway(services: services, index: index, fanout: fanout, work: work, limits: limits)

@@ -17,6 +17,8 @@ public struct ServerConfiguration: Sendable {
     public var nodeLeaseSeconds: Int
     /// Bytes of events a device may have waiting (its socket full) before it is disconnected as too slow.
     public var sessionBacklogBytes: Int
+    /// Bus messages a node buffers before it drops them and resynchronises (docs/delivery.md).
+    public var busInboxLimit: Int
     /// Seconds an HTTP connection may stay idle (no request in progress) before it is closed.
     public var httpIdleTimeoutSeconds: Int64
     /// How often the node looks for silent devices (their heartbeat timeout) and renews its lease bookkeeping.
@@ -32,7 +34,8 @@ public struct ServerConfiguration: Sendable {
         nodeLeaseSeconds: Int = 15,
         sessionBacklogBytes: Int = 256 * 1024,
         housekeepingInterval: Duration = .milliseconds(500),
-        httpIdleTimeoutSeconds: Int64 = 60
+        httpIdleTimeoutSeconds: Int64 = 60,
+        busInboxLimit: Int = 65_536
     ) {
         self.host = host
         self.port = port
@@ -43,5 +46,6 @@ public struct ServerConfiguration: Sendable {
         self.sessionBacklogBytes = sessionBacklogBytes
         self.housekeepingInterval = housekeepingInterval
         self.httpIdleTimeoutSeconds = httpIdleTimeoutSeconds
+        self.busInboxLimit = busInboxLimit
     }
 }

@@ -5,18 +5,19 @@ import NIOCore
 /// ``send()`` gives each loop its share in one task: the loop writes every event to its sockets without flushing, then
 /// flushes each socket once, so a device that receives several events in a batch costs one flush (one `writev`).
 struct DeliveryBatch {
-    private var loops: [ObjectIdentifier: (loop: any EventLoop, items: [(DeviceSession, StatusEvent)])] = [:]
+    /// Per event loop: each event once, with the sessions on that loop that receive it.
+    private var loops: [ObjectIdentifier: (loop: any EventLoop, items: [(StatusEvent, [DeviceSession])])] = [:]
     private var count = 0
 
     /// Adds one change for its recipients; the event is encoded once, here, and shared by all of them.
     mutating func add(_ change: StatusChange, to recipients: [DeviceSession]) {
         guard !recipients.isEmpty, let event = try? StatusEvent(change.status) else { return }
+        var byLoop: [ObjectIdentifier: (loop: any EventLoop, sessions: [DeviceSession])] = [:]
         for session in recipients {
-            let key = ObjectIdentifier(session.eventLoop)
-            if loops[key] == nil {
-                loops[key] = (session.eventLoop, [])
-            }
-            loops[key]!.items.append((session, event))
+            byLoop[ObjectIdentifier(session.eventLoop), default: (session.eventLoop, [])].sessions.append(session)
+        }
+        for (key, share) in byLoop {
+            loops[key, default: (share.loop, [])].items.append((event, share.sessions))
         }
         count += recipients.count
     }
@@ -27,8 +28,10 @@ struct DeliveryBatch {
         for (loop, items) in loops.values {
             loop.execute {
                 var written: [DeviceChannelHandler] = []
-                for (session, event) in items {
-                    if let handler = session.deliver(event) { written.append(handler) }
+                for (event, sessions) in items {
+                    for session in sessions {
+                        if let handler = session.deliver(event) { written.append(handler) }
+                    }
                 }
                 for handler in written { handler.flushIfNeeded() }
             }

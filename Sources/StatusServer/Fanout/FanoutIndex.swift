@@ -155,26 +155,33 @@ final class FanoutIndex: Sendable {
                 // Older than what was delivered already (a resynchronisation overtook it): stale.
                 return []
             }
-            var result: [String: DeviceSession] = [:]
+            // Sessions are collected in an array and deduplicated by identity: this runs once per change for every
+            // recipient, so no string is hashed per recipient beyond the one lookup of its user.
+            var result: [DeviceSession] = []
+            var seen = Set<ObjectIdentifier>()
             defer { if !result.isEmpty { state.versions[target] = change.status.version } }
             if config.multiDeviceSync, let own = state.users[target] {
-                result.merge(own.sessions) { first, _ in first }
+                for session in own.sessions.values where seen.insert(ObjectIdentifier(session)).inserted { result.append(session) }
             }
             guard change.change == StatusRepository.Change.status.rawValue, config.plan == .premium else {
-                return Array(result.values)
+                return result
             }
             func addUser(_ userId: String, where include: (DeviceSession) -> Bool = { _ in true }) {
-                guard userId != target.userId, let user = state.users[AppUser(appId: change.appId, userId: userId)],
-                    !user.blocked.contains(target.userId)
-                else { return }
-                for (id, session) in user.sessions where include(session) { result[id] = session }
+                guard userId != target.userId, let user = state.users[AppUser(appId: change.appId, userId: userId)] else { return }
+                guard user.blocked.isEmpty || !user.blocked.contains(target.userId) else { return }
+                for session in user.sessions.values where include(session) && seen.insert(ObjectIdentifier(session)).inserted {
+                    result.append(session)
+                }
             }
             func addSession(_ session: DeviceSession) {
-                addUser(session.userId) { $0.connectionId == session.connectionId }
+                addUser(session.userId) { $0 === session }
             }
             let friends = state.friendsOf[target] ?? []
             if config.statusQuery {
-                for userId in state.subscribers[target] ?? [] { addUser(userId) }
+                let subscribers = state.subscribers[target] ?? []
+                result.reserveCapacity(subscribers.count)
+                seen.reserveCapacity(subscribers.count)
+                for userId in subscribers { addUser(userId) }
                 for session in (state.scopeAll[change.appId] ?? [:]).values { addSession(session) }
                 for userId in friends {
                     addUser(userId) { if case .friends = $0.scope { true } else { false } }
@@ -186,7 +193,7 @@ final class FanoutIndex: Sendable {
             if config.friendStatusNotify {
                 for userId in friends { addUser(userId) }
             }
-            return Array(result.values)
+            return result
         }
     }
 

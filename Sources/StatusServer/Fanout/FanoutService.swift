@@ -18,8 +18,6 @@ import StatusCore
 /// inbox. Then every local user's relationships are reloaded, and the current status of every user watched here is
 /// read and delivered where its version differs from the one delivered last.
 final class FanoutService: Service, Sendable {
-    /// Bus messages waiting between the bus connection and this service.
-    static let inboxLimit = 65_536
     /// Statuses read per round trip when resynchronising.
     static let resyncChunk = 500
 
@@ -31,7 +29,7 @@ final class FanoutService: Service, Sendable {
     private let work: DeviceWorkQueue
     private let logger: Logger
 
-    init(index: FanoutIndex, services: ServerServices, work: DeviceWorkQueue, inboxLimit: Int = FanoutService.inboxLimit, logger: Logger) {
+    init(index: FanoutIndex, services: ServerServices, work: DeviceWorkQueue, inboxLimit: Int, logger: Logger) {
         self.index = index
         self.services = services
         self.work = work
@@ -48,15 +46,19 @@ final class FanoutService: Service, Sendable {
     }
 
     func run() async throws {
-        try await withGracefulShutdownHandler {
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await self.subscriber.run() }
-                while let batch = await inbox.next() {
-                    await process(batch)
+        try await withTaskCancellationHandler {
+            try await withGracefulShutdownHandler {
+                try await withThrowingDiscardingTaskGroup { group in
+                    group.addTask { try await self.subscriber.run() }
+                    while let batch = await inbox.next() {
+                        await process(batch)
+                    }
+                    group.cancelAll()
                 }
-                group.cancelAll()
+            } onGracefulShutdown: {
+                self.inbox.finish()
             }
-        } onGracefulShutdown: {
+        } onCancel: {
             self.inbox.finish()
         }
         await closeAllSessions()
@@ -76,7 +78,8 @@ final class FanoutService: Service, Sendable {
         var deliveries = DeliveryBatch()
         for payload in batch.messages {
             guard let message = try? JSONCoding.decoder.decode(BusMessage.self, from: Data(payload)) else {
-                logger.warning("undecodable bus message")
+                // Counted, not logged one by one: whoever can publish on the bus must not be able to flood the log.
+                Metrics.undecodableBusMessages.increment()
                 continue
             }
             await process(message, into: &deliveries)
@@ -85,8 +88,9 @@ final class FanoutService: Service, Sendable {
         if batch.gap {
             Metrics.busGaps.increment()
             if await !resynchronise() {
-                // Redis is not back yet: try again shortly (the inbox wakes the loop at once, so wait here).
-                try? await Task.sleep(for: .milliseconds(250))
+                // Redis is not back yet: try again shortly (the inbox wakes the loop at once, so wait here). A
+                // cancelled node does not retry.
+                guard (try? await Task.sleep(for: .milliseconds(250))) != nil else { return }
                 inbox.markGap()
             }
         }
@@ -157,7 +161,7 @@ final class FanoutService: Service, Sendable {
         for session in index.allSessions() { session.end(.disconnected) }
         let deadline = ContinuousClock.now + .seconds(5)
         while index.count > 0, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
+            guard (try? await Task.sleep(for: .milliseconds(20))) != nil else { return }
         }
     }
 }

@@ -12,6 +12,8 @@ enum Metrics {
     static let slowConsumers = Counter(label: "statusd_slow_consumer_disconnects_total")
     /// Bus events dropped because the node could not keep up (followed by a resync).
     static let busEventsDropped = Counter(label: "statusd_bus_events_dropped_total")
+    /// Bus messages this node could not decode (dropped).
+    static let undecodableBusMessages = Counter(label: "statusd_bus_undecodable_total")
     /// Gaps in the node's bus feed (resubscription, unanswered ping, overflow), each followed by a resynchronisation.
     static let busGaps = Counter(label: "statusd_bus_gaps_total")
     /// Statuses found changed by a resynchronisation and delivered again.

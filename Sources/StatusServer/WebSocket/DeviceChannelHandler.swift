@@ -13,7 +13,9 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
     typealias OutboundOut = ByteBuffer
 
     private var machine: DeviceConnectionStateMachine
-    private weak var session: DeviceSession?
+    /// Strong (a weak reference would put every retain of the session on the slow side-table path, once per delivery);
+    /// the cycle with the session's handler box is broken when the channel closes.
+    private var session: DeviceSession?
     private let gateway: DeviceGateway
     private let closeGrace: TimeAmount
     private var context: ChannelHandlerContext?
@@ -61,6 +63,8 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
         closeDeadline = nil
         perform(machine.channelClosed())
         context = nil
+        session?.channelHandler = nil
+        session = nil
     }
 
     // MARK: - Channel events

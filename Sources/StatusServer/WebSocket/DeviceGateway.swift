@@ -119,6 +119,8 @@ struct DeviceGateway: Sendable {
     /// A connect that failed (or whose answer was lost) may still have been applied: removes the device by its
     /// connection id. If even that fails, the node's device list keeps it, and the node's reconciliation files it.
     private func abandon(_ session: DeviceSession, app: AppRecord) async {
+        // The handler never gets the channel: drop it (it and the session hold each other until then).
+        session.eventLoop.execute { session.channelHandler = nil }
         index.remove(session)
         recordGauges()
         do {

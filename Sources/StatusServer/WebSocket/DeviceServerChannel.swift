@@ -69,6 +69,7 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.decoderConfiguration.maxHeaderListSize = http.httpDecoder.maxHeaderListSize
             configuration.decoderConfiguration.maxHeaderFieldCount = http.httpDecoder.maxHeaderFieldCount
             let outcome = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+            try MalformedRequestHandler.install(in: channel.pipeline.syncOperations)
             return Value(outcome: outcome, channel: channel)
         }
     }

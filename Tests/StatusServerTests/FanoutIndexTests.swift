@@ -1,0 +1,68 @@
+import NIOEmbedded
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// The fan-out index and the bus inbox as pure values: relationship loads applied in the order they started, the
+/// versions that decide what a resynchronisation delivers, a gap flag that survives an overflow.
+@Suite struct FanoutIndexTests {
+    private let loop = EmbeddedEventLoop()
+    private let premium: AppConfig = {
+        var config = AppConfig()
+        config.plan = .premium
+        config.statusQuery = true
+        return config
+    }()
+
+    private func session(_ userId: String) -> DeviceSession {
+        DeviceSession(appId: "app", userId: userId, deviceId: "d-\(userId)", platform: .web, scope: .subscriptions, eventLoop: loop)
+    }
+
+    private func change(_ userId: String, version: Int64) -> StatusChange {
+        let status = UserStatus(userId: userId, statusType: .online, customStatus: nil, lastActiveAt: nil, version: version, onlineDevices: [])
+        return StatusChange(appId: "app", change: StatusRepository.Change.status.rawValue, role: nil, status: status)
+    }
+
+    @Test func anOlderRelationshipLoadFinishingLaterDoesNotWin() {
+        let index = FanoutIndex()
+        let watcher = session("watcher")
+        index.add(watcher)
+        let key = AppUser(appId: "app", userId: "watcher")
+        let first = index.beginRelationsLoad()
+        let second = index.beginRelationsLoad()
+        #expect(index.update(key, relations: Relations(subscriptions: ["bob"], friends: [], blocked: []), sequence: second))
+        // The earlier read (made before bob was subscribed) comes back last: ignored.
+        #expect(!index.update(key, relations: Relations(subscriptions: [], friends: [], blocked: []), sequence: first))
+        #expect(index.recipients(of: change("bob", version: 1), config: premium).map(\.userId) == ["watcher"])
+    }
+
+    @Test func resynchronisationDeliversOnlyMovedVersionsAndStaleChangesAreDropped() {
+        let index = FanoutIndex()
+        index.add(session("watcher"))
+        index.update(
+            AppUser(appId: "app", userId: "watcher"),
+            relations: Relations(subscriptions: ["bob"], friends: [], blocked: []),
+            sequence: index.beginRelationsLoad()
+        )
+        #expect(index.watchedTargets()["app"].map(Set.init) == ["watcher", "bob"])
+        let bob3 = change("bob", version: 3).status
+        #expect(index.hasMoved(bob3, appId: "app"), "nothing delivered yet: a resynchronisation sends it")
+        #expect(index.recipients(of: change("bob", version: 3), config: premium).count == 1)
+        #expect(!index.hasMoved(bob3, appId: "app"))
+        // Version 2 arriving late on the bus is stale.
+        #expect(index.recipients(of: change("bob", version: 2), config: premium).isEmpty)
+    }
+
+    @Test func anOverflowingInboxKeepsItsGapFlag() async {
+        let inbox = BusInbox(limit: 2)
+        for message in 0..<5 { inbox.push([UInt8(message)]) }
+        let batch = await inbox.next()
+        #expect(batch?.messages == [[0], [1]])
+        #expect(batch?.gap == true)
+        inbox.markGap()
+        #expect(await inbox.next()?.gap == true)
+        inbox.finish()
+        #expect(await inbox.next() == nil)
+    }
+}
