@@ -103,7 +103,35 @@ import Testing
     }
 
     @Test func changesPublishedWhileTheBusConnectionIsDownStillArrive() async throws {
-        try await withStatusd(.live) { api in
+        try await expectConvergence(customStatus: "changed") { redis, app, targets in
+            // The node's bus connection drops; every target changes right after, while it reconnects.
+            _ = try await redis.send("CLIENT", "KILL", "TYPE", "pubsub")
+            for target in targets {
+                _ = try await app.call(.put, "/users/\(target)/status", ["customStatus": "changed"])
+            }
+        }
+    }
+
+    @Test func aNodeWhoseBusInboxOverflowsStillConverges() async throws {
+        let tinyInbox: (inout ServerConfiguration) -> Void = { $0.busInboxLimit = 4 }
+        try await expectConvergence(customStatus: "flooded", configure: tinyInbox) { redis, app, targets in
+            // A flood of bus messages about another app, pipelined with the real changes.
+            let noise = #"{"configChanged":{"appId":"flood-noise"}}"#
+            for target in targets {
+                _ = try await redis.pipeline(Array(repeating: ["PUBLISH", BusMessage.channel, noise], count: 200))
+                _ = try await app.call(.put, "/users/\(target)/status", ["customStatus": "flooded"])
+            }
+        }
+    }
+
+    /// A device watching 20 users; `fault` runs with a Redis client of its own and changes every target's custom status
+    /// to `customStatus`; within 3 s the device must have heard the new status of every one of them.
+    private func expectConvergence(
+        customStatus: String,
+        configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
+        fault: @escaping @Sendable (RedisClient, APIClient, [String]) async throws -> Void
+    ) async throws {
+        try await withStatusd(.live, configure: configure) { api in
             let app = try await api.createApp(config: premiumConfig)
             let targets = (0..<20).map { "t\($0)" }
             try await app.createUsers(["watcher"] + targets)
@@ -112,42 +140,7 @@ import Testing
                 let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fault"))
                 try await withThrowingDiscardingTaskGroup { group in
                     group.addTask { try await redis.run() }
-                    // The node's bus connection drops; every target changes right after, while it reconnects.
-                    _ = try await redis.send("CLIENT", "KILL", "TYPE", "pubsub")
-                    for target in targets {
-                        _ = try await app.call(.put, "/users/\(target)/status", ["customStatus": "changed"])
-                    }
-                    group.cancelAll()
-                }
-                let deadline = ContinuousClock.now + .seconds(3)
-                var latest: [String: String] = [:]
-                while latest.count < targets.count, ContinuousClock.now < deadline {
-                    let event = try await watcher.next(timeout: .seconds(3)) { $0["event"].string == "onUserStatusChanged" }
-                    let status = event["statuses"][0]
-                    if status["customStatus"].string == "changed", let userId = status["userId"].string { latest[userId] = "changed" }
-                }
-                #expect(latest.count == targets.count, "\(targets.count - latest.count) targets never converged")
-            }
-        }
-    }
-
-    @Test func aNodeWhoseBusInboxOverflowsStillConverges() async throws {
-        let tinyInbox: (inout ServerConfiguration) -> Void = { $0.busInboxLimit = 4 }
-        try await withStatusd(.live, configure: tinyInbox) { api in
-            let app = try await api.createApp(config: premiumConfig)
-            let targets = (0..<20).map { "t\($0)" }
-            try await app.createUsers(["watcher"] + targets)
-            _ = try await app.call(.post, "/users/watcher/subscriptions", ["userIds": .array(targets.map(JSONValue.string))])
-            try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1")) { watcher, _ in
-                let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "flood"))
-                try await withThrowingDiscardingTaskGroup { group in
-                    group.addTask { try await redis.run() }
-                    // A flood of bus messages about another app, pipelined with the real changes.
-                    let noise = #"{"configChanged":{"appId":"flood-noise"}}"#
-                    for target in targets {
-                        _ = try await redis.pipeline(Array(repeating: ["PUBLISH", BusMessage.channel, noise], count: 200))
-                        _ = try await app.call(.put, "/users/\(target)/status", ["customStatus": "flooded"])
-                    }
+                    try await fault(redis, app, targets)
                     group.cancelAll()
                 }
                 var converged: Set<String> = []
@@ -155,7 +148,7 @@ import Testing
                 while converged.count < targets.count, ContinuousClock.now < deadline {
                     let event = try await watcher.next(timeout: .seconds(3)) { $0["event"].string == "onUserStatusChanged" }
                     let status = event["statuses"][0]
-                    if status["customStatus"].string == "flooded", let userId = status["userId"].string { converged.insert(userId) }
+                    if status["customStatus"].string == customStatus, let userId = status["userId"].string { converged.insert(userId) }
                 }
                 #expect(converged.count == targets.count, "\(targets.count - converged.count) targets never converged")
             }
