@@ -46,9 +46,37 @@ public struct AppConfig: Sendable, Hashable, Codable {
     public var heartbeatTimeoutSeconds = 400
     public var subscriptionRetentionSeconds = 86_400
     public var webhook: Webhook?
+    /// SPEC §3: connected devices per user (1–100); a login past it kicks the user's earliest-connected device.
+    public var maxDevicesPerUser = 10
 
     /// The defaults of SPEC §3.
     public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case plan, statusQuery, friendStatusNotify, multiDeviceSync, customStatusMaxBytes, subscriptionLimit
+        case subscribeBatchLimit, queryBatchLimit, rateLimit, heartbeatTimeoutSeconds, subscriptionRetentionSeconds
+        case webhook, maxDevicesPerUser
+    }
+
+    /// Decodes a stored config; a flag missing from it (stored before the flag existed) keeps its default.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = AppConfig()
+        plan = try container.decodeIfPresent(Plan.self, forKey: .plan) ?? defaults.plan
+        statusQuery = try container.decodeIfPresent(Bool.self, forKey: .statusQuery) ?? defaults.statusQuery
+        friendStatusNotify = try container.decodeIfPresent(Bool.self, forKey: .friendStatusNotify) ?? defaults.friendStatusNotify
+        multiDeviceSync = try container.decodeIfPresent(Bool.self, forKey: .multiDeviceSync) ?? defaults.multiDeviceSync
+        customStatusMaxBytes = try container.decodeIfPresent(Int.self, forKey: .customStatusMaxBytes) ?? defaults.customStatusMaxBytes
+        subscriptionLimit = try container.decodeIfPresent(Int.self, forKey: .subscriptionLimit) ?? defaults.subscriptionLimit
+        subscribeBatchLimit = try container.decodeIfPresent(Int.self, forKey: .subscribeBatchLimit) ?? defaults.subscribeBatchLimit
+        queryBatchLimit = try container.decodeIfPresent(Int.self, forKey: .queryBatchLimit) ?? defaults.queryBatchLimit
+        rateLimit = try container.decodeIfPresent(RateLimit.self, forKey: .rateLimit) ?? defaults.rateLimit
+        heartbeatTimeoutSeconds = try container.decodeIfPresent(Int.self, forKey: .heartbeatTimeoutSeconds) ?? defaults.heartbeatTimeoutSeconds
+        subscriptionRetentionSeconds =
+            try container.decodeIfPresent(Int.self, forKey: .subscriptionRetentionSeconds) ?? defaults.subscriptionRetentionSeconds
+        webhook = try container.decodeIfPresent(Webhook.self, forKey: .webhook)
+        maxDevicesPerUser = try container.decodeIfPresent(Int.self, forKey: .maxDevicesPerUser) ?? defaults.maxDevicesPerUser
+    }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -65,6 +93,7 @@ public struct AppConfig: Sendable, Hashable, Codable {
         try container.encode(subscriptionRetentionSeconds, forKey: .subscriptionRetentionSeconds)
         // `webhook` is always present, `null` when unset.
         try container.encode(webhook, forKey: .webhook)
+        try container.encode(maxDevicesPerUser, forKey: .maxDevicesPerUser)
     }
 
     /// True when the premium plan and the `statusQuery` switch are both on.

@@ -25,6 +25,7 @@ public enum AppConfigPatch {
             case "subscriptionRetentionSeconds": result.subscriptionRetentionSeconds = try int(value, key, min: 1)
             case "rateLimit": result.rateLimit = try rateLimit(value, current: result.rateLimit)
             case "webhook": result.webhook = try webhook(value)
+            case "maxDevicesPerUser": result.maxDevicesPerUser = try int(value, key, min: 1, max: 100)
             default: throw invalid("unknown config field \"\(key)\"")
             }
         }
@@ -40,9 +41,9 @@ public enum AppConfigPatch {
         return flag
     }
 
-    private static func int(_ value: JSONValue, _ key: String, min: Int) throws(StatusError) -> Int {
-        guard case .int(let number) = value, number >= min, number <= Int64(Int32.max) else {
-            throw invalid("\(key) must be an integer of at least \(min)")
+    private static func int(_ value: JSONValue, _ key: String, min: Int, max: Int = Int(Int32.max)) throws(StatusError) -> Int {
+        guard case .int(let number) = value, number >= min, number <= Int64(max) else {
+            throw invalid(max == Int(Int32.max) ? "\(key) must be an integer of at least \(min)" : "\(key) must be an integer from \(min) to \(max)")
         }
         return Int(number)
     }

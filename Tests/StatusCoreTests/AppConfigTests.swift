@@ -32,6 +32,15 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
         #expect(config.heartbeatTimeoutSeconds == 400)
         #expect(config.subscriptionRetentionSeconds == 86_400)
         #expect(config.webhook == nil)
+        #expect(config.maxDevicesPerUser == 10)
+    }
+
+    @Test func aConfigStoredBeforeAFlagExistedDecodesWithItsDefault() throws {
+        let stored = #"{"plan":"premium","statusQuery":true,"webhook":null}"#
+        let config = try JSONDecoder().decode(AppConfig.self, from: Data(stored.utf8))
+        #expect(config.plan == .premium && config.statusQuery)
+        #expect(config.maxDevicesPerUser == 10)
+        #expect(config.heartbeatTimeoutSeconds == 400)
     }
 
     @Test func encodingHasEveryFlagAndWebhookNull() throws {
@@ -44,7 +53,7 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
             Set(fields.keys) == [
                 "plan", "statusQuery", "friendStatusNotify", "multiDeviceSync", "customStatusMaxBytes", "subscriptionLimit",
                 "subscribeBatchLimit", "queryBatchLimit", "rateLimit", "heartbeatTimeoutSeconds", "subscriptionRetentionSeconds",
-                "webhook",
+                "webhook", "maxDevicesPerUser",
             ]
         )
         #expect(fields["webhook"] == .null)

@@ -9,7 +9,9 @@ import Testing
     @Test func aDeviceThatStopsReadingIsDisconnectedAndGoesOffline() async throws {
         let smallQueues: (inout ServerConfiguration) -> Void = { $0.sessionBacklogBytes = 8 * 1024 }
         try await withStatusd(.live, configure: smallQueues) { api in
-            let app = try await api.createApp(config: premiumConfig)
+            let app = try await api.createApp(
+                config: ["plan": "premium", "statusQuery": true, "maxDevicesPerUser": 100, "customStatusMaxBytes": 8192]
+            )
             try await app.createUsers(["alice", "slow"])
             // Fat events: alice has many devices with long ids.
             for index in 0..<40 {
@@ -19,8 +21,10 @@ import Testing
             _ = try await app.call(.post, "/users/slow/subscriptions", ["userIds": ["alice"]])
             try await app.withDevice(port: api.client.port!, userId: "slow", DeviceOptions(deviceId: "s1", reads: false)) { _, _ in
                 var gone = false
+                let padding = String(repeating: "x", count: 4096)
                 for round in 0..<3000 where !gone {
-                    _ = try await app.call(.put, "/users/alice/status", ["customStatus": .string("change \(round)")])
+                    // Fat events (4 KiB statuses), so the socket buffers fill up quickly.
+                    _ = try await app.call(.put, "/users/alice/status", ["customStatus": .string("\(round) " + padding)])
                     if round % 100 == 99 {
                         let status = try await app.call(.post, "/status/query", ["userIds": ["slow"]])
                         gone = status.body["statuses"][0]["statusType"].string == "offline"

@@ -48,11 +48,20 @@ struct PresenceOperations: Sendable {
         connection: String
     ) async throws -> UserStatus {
         let record = DeviceRecord(platform: platform.rawValue, node: kind == .webSocket ? nodeId : "", connection: connection, kind: kind)
-        let (result, replaced) = try await statuses.connect(appId: app.appId, userId: userId, deviceId: deviceId, record: record)
+        let connected = try await statuses.connect(
+            appId: app.appId,
+            userId: userId,
+            deviceId: deviceId,
+            record: record,
+            maxDevices: app.config.maxDevicesPerUser
+        )
+        let result = connected.write
+        let keys = RedisKeys(appId: app.appId)
         if kind == .backend {
-            _ = try await redis.send("ZADD", RedisKeys(appId: app.appId).heartbeats, String(WallClock.nowMs()), Self.member(userId, deviceId))
+            _ = try await redis.send("ZADD", keys.heartbeats, String(WallClock.nowMs()), Self.member(userId, deviceId))
         }
-        if let replaced, replaced.connection != connection, replaced.kind == .webSocket {
+        await closeKicked(connected.kicked, app: app, userId: userId, statusType: result.reply.status.statusType)
+        if let replaced = connected.replaced, replaced.connection != connection, replaced.kind == .webSocket {
             await bus.publish(
                 .devicesClosed(
                     appId: app.appId,
@@ -72,6 +81,31 @@ struct PresenceOperations: Sendable {
             statusType: result.reply.status.statusType
         )
         return result.reply.status
+    }
+
+    /// Devices removed by a login past `maxDevicesPerUser` (SPEC §3): their sockets are closed with
+    /// `{"event": "kicked", "reason": "tooManyDevices"}`, backend devices stop being swept, and each is a
+    /// `logout`/`kicked` webhook event.
+    private func closeKicked(_ kicked: [(deviceId: String, record: DeviceRecord)], app: AppRecord, userId: String, statusType: StatusType) async {
+        guard !kicked.isEmpty else { return }
+        let sockets = kicked.filter { $0.record.kind == .webSocket }.map { ClosedDevice(deviceId: $0.deviceId, connection: $0.record.connection) }
+        if !sockets.isEmpty {
+            await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: sockets, reason: "tooManyDevices"))
+        }
+        let backend = kicked.filter { $0.record.kind == .backend }.map { Self.member(userId, $0.deviceId) }
+        if !backend.isEmpty {
+            _ = try? await redis.send(["ZREM", RedisKeys(appId: app.appId).heartbeats] + backend)
+        }
+        for device in kicked {
+            await webhooks.enqueue(
+                app: app,
+                userId: userId,
+                deviceId: device.deviceId,
+                platform: device.record.platform,
+                action: Departure.kicked.webhook,
+                statusType: statusType
+            )
+        }
     }
 
     /// A backend-driven device's heartbeat.

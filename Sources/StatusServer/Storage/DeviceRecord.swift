@@ -20,6 +20,9 @@ struct DeviceRecord: Sendable, Hashable, Codable {
     var kind: Kind
     /// Last heartbeat, epoch ms (set by the scripts).
     var heartbeat: Int64?
+    /// When the device connected, epoch ms (set by the connect script; the earliest is kicked first past
+    /// `maxDevicesPerUser`).
+    var connectedAt: Int64?
 
     enum CodingKeys: String, CodingKey {
         case platform = "p"
@@ -27,6 +30,7 @@ struct DeviceRecord: Sendable, Hashable, Codable {
         case connection = "c"
         case kind = "k"
         case heartbeat = "hb"
+        case connectedAt = "ct"
     }
 
     /// Decodes a stored record, or nil.

@@ -74,19 +74,33 @@ struct StatusRepository: Sendable {
         )
     }
 
-    /// A device connects; returns the change and the device it replaced, if any.
-    func connect(appId: String, userId: String, deviceId: String, record: DeviceRecord) async throws -> (WriteResult, DeviceRecord?) {
+    /// What a connect did besides the status: the device it replaced and the devices it kicked past
+    /// `maxDevicesPerUser` (earliest connected first).
+    struct ConnectResult: Sendable {
+        var write: WriteResult
+        var replaced: DeviceRecord?
+        var kicked: [(deviceId: String, record: DeviceRecord)]
+    }
+
+    /// A device connects (`device_connect.lua`).
+    func connect(appId: String, userId: String, deviceId: String, record: DeviceRecord, maxDevices: Int) async throws -> ConnectResult {
         let user = RedisKeys(appId: appId).user(userId)
         let reply = try await run(
             scripts.deviceConnect,
             [user.status, user.profile, user.devices, user.subscriptions],
-            [deviceId, try JSONCoding.string(record)]
+            [deviceId, try JSONCoding.string(record), String(maxDevices)]
         )
-        let result = WriteResult(
+        let kickedCount = Int(reply[2].int ?? 0)
+        var kicked: [(deviceId: String, record: DeviceRecord)] = []
+        for index in 0..<kickedCount {
+            guard let id = reply[3 + 2 * index].string, let record = DeviceRecord.decode(reply[4 + 2 * index]) else { continue }
+            kicked.append((id, record))
+        }
+        let write = WriteResult(
             change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
-            reply: try StatusReply(userId: userId, values: reply, offset: 2)
+            reply: try StatusReply(userId: userId, values: reply, offset: 3 + 2 * kickedCount)
         )
-        return (result, DeviceRecord.decode(reply[1]))
+        return ConnectResult(write: write, replaced: DeviceRecord.decode(reply[1]), kicked: kicked)
     }
 
     /// A backend-driven device heartbeats; returns whether the device was connected, and the status.
