@@ -186,6 +186,19 @@ import Testing
         }
     }
 
+    @Test func idleHTTPConnectionsAreClosed() async throws {
+        let shortIdle: (inout ServerConfiguration) -> Void = { $0.httpIdleTimeoutSeconds = 1 }
+        try await withStatusd(.live, configure: shortIdle) { api in
+            // A connection that never sends a byte.
+            let silent = try RawWebSocket(port: api.client.port!, sending: nil)
+            #expect(try silent.readUntilClosed(timeout: .seconds(3)).isEmpty)
+            // A keep-alive connection idle after its request.
+            let idle = try RawWebSocket(port: api.client.port!, sending: "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let answer = try idle.readUntilClosed(timeout: .seconds(3))
+            #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        }
+    }
+
     /// The code of the last close frame in bytes read from the server (2-byte header, then the code).
     static func closeCode(in bytes: [UInt8]) -> UInt16? {
         guard let start = bytes.lastIndex(of: 0x88), start + 3 < bytes.count else { return nil }

@@ -70,6 +70,12 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.decoderConfiguration.maxHeaderFieldCount = http.httpDecoder.maxHeaderFieldCount
             let outcome = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
             try MalformedRequestHandler.install(in: channel.pipeline.syncOperations)
+            // A connection that never completes its first request is closed after the idle timeout too (HTTP's own
+            // idle handling starts only once the first request is read).
+            if let idleTimeout = http.idleTimeout {
+                let silent = channel.eventLoop.scheduleTask(in: idleTimeout) { channel.close(promise: nil) }
+                outcome.whenComplete { _ in silent.cancel() }
+            }
             return Value(outcome: outcome, channel: channel)
         }
     }

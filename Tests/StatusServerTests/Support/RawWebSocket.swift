@@ -4,14 +4,22 @@ import Foundation
 import Glibc
 #endif
 
-/// A device on a plain TCP socket that does only what a test tells it: the upgrade handshake, then nothing at all
+/// A client on a plain TCP socket that does only what a test tells it: the upgrade handshake, then nothing at all
 /// unless asked (it neither reads nor answers), or frames that break the protocol on purpose. For the faults a real
 /// WebSocket client would never produce: a silent peer, a peer that never reads, unmasked frames.
 final class RawWebSocket {
     private let fd: Int32
 
     /// Connects and sends the upgrade request; reads nothing.
-    init(port: Int, path: String, token: String) throws {
+    convenience init(port: Int, path: String, token: String) throws {
+        let request =
+            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer \(token)\r\n\r\n"
+        try self.init(port: port, sending: request)
+    }
+
+    /// Connects and sends `request` (nothing when nil); reads nothing.
+    init(port: Int, sending request: String?) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestAppError(message: "socket() failed") }
         var address = sockaddr_in()
@@ -25,10 +33,7 @@ final class RawWebSocket {
             close(fd)
             throw TestAppError(message: "connect() failed")
         }
-        let request =
-            "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer \(token)\r\n\r\n"
-        try send(Array(request.utf8))
+        if let request { try send(Array(request.utf8)) }
     }
 
     deinit {
