@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import StatusCore
+import Synchronization
 
 /// The claims of a user token (SPEC §7): `sub` = userId, `app` = appId, `exp` in seconds, HS256 with the app's secret,
 /// and `gen`, the user's token generation when the token was minted: deleting the user and creating them again changes
@@ -71,8 +72,19 @@ struct TokenService: Sendable {
         return (app, userId)
     }
 
+    /// Key collections by app secret: building one per token costs more than verifying the token.
+    private static let keyCache = Mutex<[String: JWTKeyCollection]>([:])
+    /// Secrets kept; past it the cache starts over (secrets of deleted apps must not pile up).
+    private static let keyCacheLimit = 1024
+
     private static func keys(secret: String) async -> JWTKeyCollection {
-        await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        if let cached = keyCache.withLock({ $0[secret] }) { return cached }
+        let keys = await JWTKeyCollection().add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
+        keyCache.withLock { cache in
+            if cache.count >= keyCacheLimit { cache.removeAll(keepingCapacity: true) }
+            cache[secret] = keys
+        }
+        return keys
     }
 
     /// Reads the payload without checking the signature, only to find which app's secret to check it with.

@@ -58,9 +58,8 @@ struct DeviceGateway: Sendable {
         let bearer = header.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         let token = bearer ?? query.get("token").map { String($0) }
         guard let token, !token.isEmpty else { throw StatusError(.unauthorized, "missing token") }
+        // Verifying checks the user's token generation too: a deleted user's token is refused there.
         let (app, userId) = try await services.tokens.verify(token)
-        let exists = try await services.users.existing(appId: app.appId, userIds: [userId])
-        guard exists.contains(userId) else { throw StatusError(.unauthorized, "the token's user no longer exists") }
         guard let rawDevice = query.get("deviceId") else { throw StatusError(.invalidRequest, "deviceId is required") }
         let deviceId = try Identifiers.deviceId(String(rawDevice))
         guard let rawPlatform = query.get("platform") else { throw StatusError(.invalidRequest, "platform is required") }
