@@ -27,6 +27,8 @@ final class RedisConnectionSlot: Sendable {
         /// Requests waiting for the connection being opened, and how many commands they hold.
         var waiting: [RedisRequest] = []
         var waitingCount = 0
+        /// A flush is queued for the end of this event-loop tick.
+        var flushScheduled = false
     }
 
     static let initialBackoff = TimeAmount.milliseconds(50)
@@ -87,11 +89,27 @@ final class RedisConnectionSlot: Sendable {
         }
     }
 
+    /// Flushes once for all the requests submitted in this event-loop tick: they go out in one write instead of one
+    /// `write` syscall each.
+    private func scheduleFlush() {
+        guard !self.storage.value.flushScheduled else {
+            return
+        }
+        self.storage.value.flushScheduled = true
+        self.eventLoop.execute {
+            self.storage.value.flushScheduled = false
+            if case .connected(let channel) = self.storage.value.state {
+                channel.flush()
+            }
+        }
+    }
+
     private func submitOnLoop(_ request: RedisRequest) {
         switch self.storage.value.state {
         case .connected(let channel):
             if channel.isActive {
-                channel.writeAndFlush(request, promise: nil)
+                channel.write(request, promise: nil)
+                self.scheduleFlush()
             } else {
                 // Closed, but the close callback has not run yet: open a new connection now.
                 self.startConnecting(with: request)
