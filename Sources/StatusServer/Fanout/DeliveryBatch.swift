@@ -11,7 +11,8 @@ struct DeliveryBatch {
 
     /// Adds one change for its recipients; the event is encoded once, here, and shared by all of them.
     mutating func add(_ change: StatusChange, to recipients: [DeviceSession]) {
-        guard !recipients.isEmpty, let event = try? StatusEvent(change.status) else { return }
+        guard !recipients.isEmpty else { return }
+        let event = StatusEvent(change.status)
         var byLoop: [ObjectIdentifier: (loop: any EventLoop, sessions: [DeviceSession])] = [:]
         for session in recipients {
             byLoop[ObjectIdentifier(session.eventLoop), default: (session.eventLoop, [])].sessions.append(session)

@@ -16,8 +16,8 @@ struct StatusEvent: Sendable {
     private static let suffix = "]}"
 
     /// Encodes `status` once.
-    init(_ status: UserStatus) throws {
-        self.init(statusJSON: ByteBuffer(string: try JSONCoding.string(status)))
+    init(_ status: UserStatus) {
+        self.init(statusJSON: ByteBuffer(bytes: status.jsonBytes))
     }
 
     /// Wraps an already encoded status object.

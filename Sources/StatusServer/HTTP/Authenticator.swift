@@ -7,6 +7,7 @@ import StatusCore
 struct Authenticator: Sendable {
     let adminKey: String
     let apps: AppRegistry
+    let verifiedKeys = VerifiedKeyCache()
 
     /// Throws `UNAUTHORIZED` unless the request carries the admin key.
     func requireAdmin(_ request: Request) throws {
@@ -20,8 +21,9 @@ struct Authenticator: Sendable {
     func requireApp(_ request: Request, appId rawAppId: String) async throws -> AppRecord {
         guard let token = Self.bearer(request) else { throw StatusError(.unauthorized, "missing API key") }
         let appId = try Identifiers.appId(rawAppId)
-        let digest = AppRegistry.digest(token)
+        let (digest, cached) = verifiedKeys.digest(of: token)
         if let record = try await apps.find(appId), Self.constantTimeEqual(digest, record.apiKeyDigest) {
+            if !cached { verifiedKeys.remember(token, digest: digest) }
             return record
         }
         if let owner = try await apps.appId(forAPIKey: token), owner != appId {

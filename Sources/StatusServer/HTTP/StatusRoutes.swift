@@ -43,12 +43,12 @@ struct StatusRoutes: Sendable {
         app.put("users/:userId/status") { request, context in
             let (app, userId) = try await services.user(request, context)
             let body = try await RequestBody.decode(SetStatus.self, from: request)
-            return JSONResponse(try await operations.setSelfStatus(app: app, userId: userId, customStatus: body.customStatus))
+            return EncodedJSONResponse(try await operations.setSelfStatus(app: app, userId: userId, customStatus: body.customStatus))
         }
         app.post("users/:userId/status/query") { request, context in
             let (app, userId) = try await services.user(request, context)
             let body = try await RequestBody.decode(UserIdList.self, from: request)
-            return JSONResponse(try await operations.getUserStatus(app: app, userId: userId, userIds: body.userIds))
+            return EncodedJSONResponse(try await operations.getUserStatus(app: app, userId: userId, userIds: body.userIds))
         }
         app.post("users/:userId/subscriptions") { request, context in
             let (app, userId) = try await services.user(request, context)
@@ -81,7 +81,7 @@ struct StatusRoutes: Sendable {
         app.post("status/query") { request, context in
             let app = try await services.app(request, context)
             let body = try await RequestBody.decode(BackendQuery.self, from: request)
-            return JSONResponse(try await operations.backendQuery(appId: app.appId, userIds: body.userIds, detail: body.detail ?? false))
+            return EncodedJSONResponse(try await operations.backendQuery(appId: app.appId, userIds: body.userIds, detail: body.detail ?? false))
         }
         registerDevices(on: app)
     }
@@ -100,16 +100,16 @@ struct StatusRoutes: Sendable {
                 kind: .backend,
                 connection: "api:" + deviceId
             )
-            return JSONResponse(status)
+            return EncodedJSONResponse(status)
         }
         app.post("users/:userId/devices/:deviceId/heartbeat") { request, context in
             let (app, userId, deviceId) = try await device(request, context)
-            return JSONResponse(try await presence.heartbeat(app: app, userId: userId, deviceId: deviceId))
+            return EncodedJSONResponse(try await presence.heartbeat(app: app, userId: userId, deviceId: deviceId))
         }
         app.post("users/:userId/devices/:deviceId/logout") { request, context in
             let (app, userId, deviceId) = try await device(request, context)
             try await services.users.requireExists(appId: app.appId, userId: userId)
-            return JSONResponse(try await presence.remove(app: app, userId: userId, deviceIds: [deviceId], because: .logout).status)
+            return EncodedJSONResponse(try await presence.remove(app: app, userId: userId, deviceIds: [deviceId], because: .logout).status)
         }
         app.post("users/:userId/kick") { request, context in
             let (app, userId) = try await services.user(request, context)

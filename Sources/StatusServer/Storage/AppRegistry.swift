@@ -125,9 +125,21 @@ final class AppRegistry: Sendable {
         try await redis.send("SMEMBERS", RedisKeys.apps).array?.compactMap(\.string) ?? []
     }
 
-    /// SHA-256 of an API key, hex.
+    /// SHA-256 of an API key, lowercase hex.
     static func digest(_ apiKey: String) -> String {
-        SHA256.hash(data: Data(apiKey.utf8)).map { String(format: "%02x", $0) }.joined()
+        hex(SHA256.hash(data: Array(apiKey.utf8)))
+    }
+
+    /// Lowercase hex of `bytes` (`String(format:)` per byte cost more than the hash itself).
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var characters: [UInt8] = []
+        characters.reserveCapacity(64)
+        for byte in bytes {
+            characters.append(digits[Int(byte >> 4)])
+            characters.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: characters, as: UTF8.self)
     }
 
     private func fetch(_ appId: String) async throws -> AppRecord? {
@@ -157,6 +169,6 @@ final class AppRegistry: Sendable {
 
     private static func randomHex(bytes: Int) -> String {
         var generator = SystemRandomNumberGenerator()
-        return (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        return hex((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 }
