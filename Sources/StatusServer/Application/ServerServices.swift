@@ -35,10 +35,10 @@ struct ServerServices: Sendable {
         self.statuses = statuses
         let bus = EventBus(redis: redis, logger: logger)
         self.bus = bus
-        let recorder = ChangeRecorder(statuses: statuses, bus: bus, logger: logger)
+        let recorder = ChangeRecorder(statuses: statuses, logger: logger)
         let webhooks = WebhookQueue(redis: redis, logger: logger)
         self.webhooks = webhooks
-        self.operations = StatusOperations(redis: redis, scripts: scripts, users: users, statuses: statuses, recorder: recorder, bus: bus)
+        self.operations = StatusOperations(redis: redis, scripts: scripts, users: users, statuses: statuses, bus: bus)
         self.presence = PresenceOperations(
             statuses: statuses,
             recorder: recorder,

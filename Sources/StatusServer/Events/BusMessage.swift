@@ -1,10 +1,12 @@
 import StatusCore
 
-/// A message on the cluster bus (Redis pub/sub channel ``BusMessage/channel``) that every node listens to.
+/// A message on the bus (Redis pub/sub channel ``BusMessage/channel``) that every node listens to.
 ///
 /// Durable state lives in Redis; the bus only tells nodes what changed so they can update their in-memory
-/// fan-out index and deliver events to their own sessions.
-enum BusMessage: Sendable, Hashable, Codable {
+/// fan-out index and deliver events to their own sessions. The wire format is JSON, version ``BusMessage/version``,
+/// specified in `docs/bus.md`: one object with `"v"` and `"type"` and the fields of that type. Status changes are
+/// published by the Lua script that makes them (`lib.lua`'s `publish_status`), everything else by ``EventBus``.
+enum BusMessage: Sendable, Hashable {
     /// A user's status changed (`status`), or only their device list did (`devices`).
     case statusChanged(StatusChange)
     /// A user's relationships changed (subscriptions, friends, blocks): nodes holding their sessions reload them.
@@ -18,11 +20,14 @@ enum BusMessage: Sendable, Hashable, Codable {
 
     /// The channel every node subscribes to.
     static let channel = "st:bus"
+    /// The wire format version this node writes and reads (`"v"`); messages of another version are ignored.
+    static let version = 1
 }
 
 /// One status change as published.
-struct StatusChange: Sendable, Hashable, Codable {
+struct StatusChange: Sendable, Hashable {
     var appId: String
+    /// ``StatusRepository/Change``'s raw value: `status` (1) or `devices` (2); `"status"` or `"devices"` on the wire.
     var change: Int
     /// The changed user's role, for `roles:` presence scopes.
     var role: String?
@@ -33,4 +38,124 @@ struct StatusChange: Sendable, Hashable, Codable {
 struct ClosedDevice: Sendable, Hashable, Codable {
     var deviceId: String
     var connection: String
+}
+
+/// Why a payload on the bus is not a message this node can act on.
+enum BusWireError: Error, Equatable {
+    /// Written by a node speaking another version of the format.
+    case unsupportedVersion(Int)
+    /// A `type` this version does not define.
+    case unknownType(String)
+    /// A `change` other than `status` or `devices`.
+    case unknownChange(String)
+}
+
+extension BusMessage: Codable {
+    /// The wire format's field names (`docs/bus.md`).
+    enum Field: String, CodingKey {
+        case version = "v"
+        case type
+        case appId
+        case userId
+        case userIds
+        case change
+        case role
+        case status
+        case devices
+        case reason
+    }
+
+    /// The `type` of each message.
+    enum Kind: String {
+        case status
+        case relations
+        case devicesClosed
+        case config
+        case deleted
+    }
+
+    init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: Field.self)
+        let version = try fields.decode(Int.self, forKey: .version)
+        guard version == Self.version else { throw BusWireError.unsupportedVersion(version) }
+        let type = try fields.decode(String.self, forKey: .type)
+        let appId = try fields.decode(String.self, forKey: .appId)
+        switch Kind(rawValue: type) {
+        case .status:
+            let name = try fields.decode(String.self, forKey: .change)
+            guard let change = StatusRepository.Change(wireName: name) else { throw BusWireError.unknownChange(name) }
+            self = .statusChanged(
+                StatusChange(
+                    appId: appId,
+                    change: change.rawValue,
+                    role: try fields.decodeIfPresent(String.self, forKey: .role),
+                    status: try fields.decode(UserStatus.self, forKey: .status)
+                )
+            )
+        case .relations:
+            self = .relationsChanged(appId: appId, userIds: try fields.decode([String].self, forKey: .userIds))
+        case .devicesClosed:
+            self = .devicesClosed(
+                appId: appId,
+                userId: try fields.decode(String.self, forKey: .userId),
+                devices: try fields.decode([ClosedDevice].self, forKey: .devices),
+                reason: try fields.decode(String.self, forKey: .reason)
+            )
+        case .config:
+            self = .configChanged(appId: appId)
+        case .deleted:
+            self = .deleted(appId: appId, userId: try fields.decodeIfPresent(String.self, forKey: .userId))
+        case nil:
+            throw BusWireError.unknownType(type)
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var fields = encoder.container(keyedBy: Field.self)
+        try fields.encode(Self.version, forKey: .version)
+        switch self {
+        case .statusChanged(let change):
+            try fields.encode(Kind.status.rawValue, forKey: .type)
+            try fields.encode(change.appId, forKey: .appId)
+            try fields.encode(StatusRepository.Change(rawValue: change.change)?.wireName ?? "status", forKey: .change)
+            try fields.encodeIfPresent(change.role, forKey: .role)
+            try fields.encode(change.status, forKey: .status)
+        case .relationsChanged(let appId, let userIds):
+            try fields.encode(Kind.relations.rawValue, forKey: .type)
+            try fields.encode(appId, forKey: .appId)
+            try fields.encode(userIds, forKey: .userIds)
+        case .devicesClosed(let appId, let userId, let devices, let reason):
+            try fields.encode(Kind.devicesClosed.rawValue, forKey: .type)
+            try fields.encode(appId, forKey: .appId)
+            try fields.encode(userId, forKey: .userId)
+            try fields.encode(devices, forKey: .devices)
+            try fields.encode(reason, forKey: .reason)
+        case .configChanged(let appId):
+            try fields.encode(Kind.config.rawValue, forKey: .type)
+            try fields.encode(appId, forKey: .appId)
+        case .deleted(let appId, let userId):
+            try fields.encode(Kind.deleted.rawValue, forKey: .type)
+            try fields.encode(appId, forKey: .appId)
+            try fields.encodeIfPresent(userId, forKey: .userId)
+        }
+    }
+}
+
+extension StatusRepository.Change {
+    /// The name of a change on the bus.
+    var wireName: String? {
+        switch self {
+        case .none: nil
+        case .status: "status"
+        case .devices: "devices"
+        }
+    }
+
+    init?(wireName: String) {
+        switch wireName {
+        case "status": self = .status
+        case "devices": self = .devices
+        default: return nil
+        }
+    }
 }

@@ -1,24 +1,20 @@
 import Logging
 import StatusCore
 
-/// What follows a durable status write: the app's online index is updated and the change goes on the bus.
+/// What follows a durable presence write besides its bus message (which the write's own script publishes): the app's
+/// online index, kept in a key of its own (app-wide, so in another hash slot than the user's keys).
 struct ChangeRecorder: Sendable {
     let statuses: StatusRepository
-    let bus: EventBus
     let logger: Logger
 
-    /// Records a write's consequences; a write that changed nothing notifies nobody.
-    func record(appId: String, change: StatusRepository.Change, reply: StatusReply) async {
-        guard change != .none else { return }
-        if change == .status {
-            do {
-                try await statuses.index(appId: appId, status: reply.status)
-            } catch {
-                logger.warning("online index update failed", metadata: ["error": "\(error)"])
-            }
+    /// Updates the online index after a connect or a departure. Only a `status` change of those moves `statusType`
+    /// (into or out of `online`); a `devices` change or none leaves the index alone and costs no round trip.
+    func recordPresence(appId: String, change: StatusRepository.Change, reply: StatusReply) async {
+        guard change == .status else { return }
+        do {
+            try await statuses.index(appId: appId, status: reply.status)
+        } catch {
+            logger.warning("online index update failed", metadata: ["error": "\(error)"])
         }
-        await bus.publish(
-            .statusChanged(StatusChange(appId: appId, change: change.rawValue, role: reply.role, status: reply.status))
-        )
     }
 }

@@ -71,7 +71,7 @@ struct PresenceOperations: Sendable {
                 )
             )
         }
-        await recorder.record(appId: app.appId, change: result.change, reply: result.reply)
+        await recorder.recordPresence(appId: app.appId, change: result.change, reply: result.reply)
         await webhooks.enqueue(
             app: app,
             userId: userId,
@@ -148,7 +148,7 @@ struct PresenceOperations: Sendable {
             let devices = sockets.map { ClosedDevice(deviceId: $0.deviceId, connection: $0.record.connection) }
             await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: devices, reason: reason))
         }
-        await recorder.record(appId: app.appId, change: result.change, reply: result.reply)
+        await recorder.recordPresence(appId: app.appId, change: result.change, reply: result.reply)
         for device in result.removed {
             await webhooks.enqueue(
                 app: app,

@@ -9,7 +9,6 @@ struct StatusOperations: Sendable {
     let scripts: ScriptLibrary
     let users: UserDirectory
     let statuses: StatusRepository
-    let recorder: ChangeRecorder
     let bus: EventBus
 
     /// The backend query's fixed batch limit (SPEC §7 `POST /status/query`).
@@ -18,9 +17,9 @@ struct StatusOperations: Sendable {
     /// setSelfStatus: unlimited, any plan; notifies only when something changed.
     func setSelfStatus(app: AppRecord, userId: String, customStatus: String?) async throws -> UserStatus {
         let value = try RequestRules.customStatus(customStatus, maxBytes: app.config.customStatusMaxBytes)
-        let result = try await statuses.setCustomStatus(appId: app.appId, userId: userId, value: value)
-        await recorder.record(appId: app.appId, change: result.change, reply: result.reply)
-        return result.reply.status
+        // One round trip: the script stores the value and publishes the change; statusType does not move, so the
+        // online index is not touched.
+        return try await statuses.setCustomStatus(appId: app.appId, userId: userId, value: value).reply.status
     }
 
     /// getUserStatus: free for oneself; for others premium + statusQuery, batch limit and rate limit; blocked pairs

@@ -3,8 +3,10 @@
 -- SPEC §4: subscriptions are never dropped while the user is online.
 -- SPEC §3 `maxDevicesPerUser`: a login past it removes (kicks) the user's earliest-connected other devices, in the same
 -- step, so the user never has more devices than the limit and subscribers see one change at most.
+-- SPEC §6: the change is published on the bus (docs/bus.md) by this script.
 -- KEYS: status, profile, devices, subs
--- ARGV: deviceId, device JSON {"p": platform, "n": node, "c": connection id, "k": "ws"|"api"}, max devices per user
+-- ARGV: deviceId, device JSON {"p": platform, "n": node, "c": connection id, "k": "ws"|"api"}, max devices per user,
+--       appId, userId, bus channel
 -- Reply: {changed (1 status | 2 devices only), replaced device JSON | '', kicked count k, k x (deviceId, device JSON),
 --         <status reply>} or error USER_NOT_FOUND.
 if redis.call('EXISTS', KEYS[2]) == 0 then
@@ -52,4 +54,6 @@ local header = { changed, previous, #kicked / 2 }
 for i = 1, #kicked do
     header[#header + 1] = kicked[i]
 end
-return with_header(header, status_reply(KEYS[1], KEYS[2], KEYS[3]))
+local reply = status_reply(KEYS[1], KEYS[2], KEYS[3])
+publish_status(ARGV[6], ARGV[4], ARGV[5], changed, reply)
+return with_header(header, reply)

@@ -2,14 +2,15 @@
 -- heartbeat timed out, node died) or `unlogined` (logout, kick); the custom status is cleared in the same change
 -- (version +1 once) and lastActiveAt is that moment. Removing some devices only changes `onlineDevices`.
 -- SPEC §4: the retention clock of the subscriptions starts when the user leaves online.
+-- SPEC §6: a change is published on the bus (docs/bus.md) by this script.
 -- KEYS: status, profile, devices, subs
 -- ARGV: mode ('offline'|'unlogined'), retention ms, connection id ('' = any), stale-before ms ('' = no check),
---       deviceIds... (none = every device)
+--       appId, userId, bus channel, deviceIds... (none = every device)
 -- Reply: {changed (0 none | 1 status | 2 devices only), removed count, removed id 1, removed JSON 1, ..., <status reply>}
 local now = now_ms()
 local ids = {}
-if #ARGV > 4 then
-    for i = 5, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #ARGV > 7 then
+    for i = 8, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
     ids = redis.call('HKEYS', KEYS[3])
 end
@@ -40,4 +41,8 @@ if #removed > 0 then
 end
 local header = { changed, #removed / 2 }
 for _, value in ipairs(removed) do header[#header + 1] = value end
-return with_header(header, status_reply(KEYS[1], KEYS[2], KEYS[3]))
+local reply = status_reply(KEYS[1], KEYS[2], KEYS[3])
+if changed ~= 0 then
+    publish_status(ARGV[7], ARGV[5], ARGV[6], changed, reply)
+end
+return with_header(header, reply)

@@ -73,3 +73,30 @@ local function with_header(header, reply)
     end
     return reply
 end
+
+-- SPEC §6 (who is told) starts here: a write that changed a status puts it on the bus in the same atomic step, so a
+-- change is never stored without being announced, and it costs no second round trip. The message is the bus wire
+-- format v1 of docs/bus.md: {"v":1,"type":"status","appId":...,"change":"status"|"devices","role":...,"status":{...}}.
+-- `reply` is a status reply (see status_reply); `change` is 1 (status) or 2 (devices only).
+local function publish_status(channel, app_id, user_id, change, reply)
+    local devices = {}
+    for i = 6, #reply, 2 do
+        devices[#devices + 1] = '{"deviceId":' .. cjson.encode(reply[i]) .. ',"platform":' .. cjson.encode(reply[i + 1]) .. '}'
+    end
+    local status = { '{"userId":', cjson.encode(user_id), ',"statusType":', cjson.encode(reply[1]) }
+    if reply[2] ~= '' then
+        status[#status + 1] = ',"customStatus":' .. cjson.encode(reply[2])
+    end
+    if reply[3] ~= '' then
+        status[#status + 1] = ',"lastActiveAt":' .. tostring(tonumber(reply[3]))
+    end
+    status[#status + 1] = ',"version":' .. tostring(tonumber(reply[4]))
+    status[#status + 1] = ',"onlineDevices":[' .. table.concat(devices, ',') .. ']}'
+    local message = { '{"v":1,"type":"status","appId":', cjson.encode(app_id) }
+    message[#message + 1] = change == 1 and ',"change":"status"' or ',"change":"devices"'
+    if reply[5] ~= '' then
+        message[#message + 1] = ',"role":' .. cjson.encode(reply[5])
+    end
+    message[#message + 1] = ',"status":' .. table.concat(status) .. '}'
+    redis.call('PUBLISH', channel, table.concat(message))
+end

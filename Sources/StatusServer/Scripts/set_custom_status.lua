@@ -1,7 +1,9 @@
 -- SPEC §4 setSelfStatus: sets or clears the caller's custom status; a call that changes nothing notifies nobody.
 -- SPEC §2: `version` +1 on every change of customStatus; while online the request is activity.
+-- SPEC §6: a change is published on the bus (docs/bus.md) by this script. The presence index is not touched:
+-- statusType never changes here.
 -- KEYS: status, profile, devices
--- ARGV: value ('' clears)
+-- ARGV: value ('' clears), appId, userId, bus channel
 -- Reply: {changed (0|1), <status reply>} or error USER_NOT_FOUND.
 if redis.call('EXISTS', KEYS[2]) == 0 then
     return redis.error_reply('USER_NOT_FOUND')
@@ -19,4 +21,8 @@ if current ~= ARGV[1] then
     redis.call('HINCRBY', KEYS[1], 'v', 1)
     changed = 1
 end
-return with_header({ changed }, status_reply(KEYS[1], KEYS[2], KEYS[3]))
+local reply = status_reply(KEYS[1], KEYS[2], KEYS[3])
+if changed == 1 then
+    publish_status(ARGV[4], ARGV[2], ARGV[3], 1, reply)
+end
+return with_header({ changed }, reply)

@@ -64,10 +64,14 @@ struct StatusRepository: Sendable {
         return result
     }
 
-    /// SPEC §4 setSelfStatus; `nil` clears.
+    /// SPEC §4 setSelfStatus; `nil` clears. The script publishes the change itself.
     func setCustomStatus(appId: String, userId: String, value: String?) async throws -> WriteResult {
         let user = RedisKeys(appId: appId).user(userId)
-        let reply = try await run(scripts.setCustomStatus, [user.status, user.profile, user.devices], [value ?? ""])
+        let reply = try await run(
+            scripts.setCustomStatus,
+            [user.status, user.profile, user.devices],
+            [value ?? "", appId, userId, BusMessage.channel]
+        )
         return WriteResult(
             change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
             reply: try StatusReply(userId: userId, values: reply, offset: 1)
@@ -82,13 +86,13 @@ struct StatusRepository: Sendable {
         var kicked: [(deviceId: String, record: DeviceRecord)]
     }
 
-    /// A device connects (`device_connect.lua`).
+    /// A device connects (`device_connect.lua`, which publishes the change).
     func connect(appId: String, userId: String, deviceId: String, record: DeviceRecord, maxDevices: Int) async throws -> ConnectResult {
         let user = RedisKeys(appId: appId).user(userId)
         let reply = try await run(
             scripts.deviceConnect,
             [user.status, user.profile, user.devices, user.subscriptions],
-            [deviceId, try JSONCoding.string(record), String(maxDevices)]
+            [deviceId, try JSONCoding.string(record), String(maxDevices), appId, userId, BusMessage.channel]
         )
         let kickedCount = Int(reply[2].int ?? 0)
         var kicked: [(deviceId: String, record: DeviceRecord)] = []
@@ -122,7 +126,9 @@ struct StatusRepository: Sendable {
         staleBefore: Int64? = nil
     ) async throws -> RemoveResult {
         let user = RedisKeys(appId: appId).user(userId)
-        let arguments = [mode.rawValue, String(Int64(retentionSeconds) * 1000), connectionId ?? "", staleBefore.map(String.init) ?? ""] + deviceIds
+        let arguments =
+            [mode.rawValue, String(Int64(retentionSeconds) * 1000), connectionId ?? "", staleBefore.map(String.init) ?? ""]
+            + [appId, userId, BusMessage.channel] + deviceIds
         let reply = try await run(scripts.devicesRemove, [user.status, user.profile, user.devices, user.subscriptions], arguments)
         let count = Int(reply[1].int ?? 0)
         var removed: [(String, DeviceRecord)] = []

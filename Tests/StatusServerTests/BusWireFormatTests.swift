@@ -1,0 +1,102 @@
+import Foundation
+import Logging
+import RedisClient
+import StatusCore
+import Synchronization
+import Testing
+
+@testable import StatusServer
+
+/// The bus wire format of `docs/bus.md`: every message type written by ``EventBus`` reads back as itself, other
+/// versions and unknown types are refused rather than misread, and the status messages that the Lua scripts publish
+/// (built by hand in `lib.lua`) decode to exactly the status the write returned, whatever its custom status holds.
+@Suite(.timeLimit(.minutes(1))) struct BusWireFormatTests {
+    private static let status = UserStatus(
+        userId: "alice",
+        statusType: .online,
+        customStatus: "in a \"meeting\" / back at 5\n😀",
+        lastActiveAt: 1_763_800_000_123,
+        version: 17,
+        onlineDevices: [OnlineDevice(deviceId: "phone-1", platform: .ios)]
+    )
+
+    private func roundTrip(_ message: BusMessage) throws -> BusMessage {
+        try JSONCoding.decoder.decode(BusMessage.self, from: Data(try JSONCoding.string(message).utf8))
+    }
+
+    @Test func everyMessageTypeReadsBackAsItself() throws {
+        let messages: [BusMessage] = [
+            .statusChanged(StatusChange(appId: "app", change: 1, role: "teacher", status: Self.status)),
+            .statusChanged(StatusChange(appId: "app", change: 2, role: nil, status: Self.status)),
+            .relationsChanged(appId: "app", userIds: ["a", "b"]),
+            .devicesClosed(appId: "app", userId: "a", devices: [ClosedDevice(deviceId: "d", connection: "c")], reason: "kicked"),
+            .configChanged(appId: "app"),
+            .deleted(appId: "app", userId: "a"),
+            .deleted(appId: "app", userId: nil),
+        ]
+        for message in messages { #expect(try roundTrip(message) == message) }
+    }
+
+    @Test func theDocumentedShapeIsWhatIsWritten() throws {
+        let json = try JSONCoding.string(BusMessage.relationsChanged(appId: "app", userIds: ["a"]))
+        #expect(json == #"{"appId":"app","type":"relations","userIds":["a"],"v":1}"#)
+        let change = try JSONCoding.string(BusMessage.statusChanged(StatusChange(appId: "app", change: 2, role: nil, status: Self.status)))
+        #expect(change.hasPrefix(#"{"appId":"app","change":"devices","status":{"#))
+    }
+
+    @Test func anotherVersionOrAnUnknownTypeIsRefused() {
+        func decode(_ json: String) -> (any Error)? {
+            do {
+                _ = try JSONCoding.decoder.decode(BusMessage.self, from: Data(json.utf8))
+                return nil
+            } catch { return error }
+        }
+        #expect(decode(#"{"v":2,"type":"config","appId":"app"}"#) as? BusWireError == .unsupportedVersion(2))
+        #expect(decode(#"{"v":1,"type":"gossip","appId":"app"}"#) as? BusWireError == .unknownType("gossip"))
+        #expect(decode(#"{"v":1,"type":"status","appId":"app","change":"mood","status":{}}"#) as? BusWireError == .unknownChange("mood"))
+        #expect(decode(#"{"statusChanged":{"_0":{}}}"#) != nil)
+    }
+
+    @Test func statusMessagesPublishedByTheScriptsDecodeToTheWrittenStatus() async throws {
+        let configuration = try TestRedis.configuration
+        let logger = Logger(label: "bus-wire-test")
+        let redis = RedisClient(configuration: configuration, logger: logger)
+        let scripts = try ScriptLibrary.load()
+        let repository = StatusRepository(redis: redis, scripts: scripts)
+        let appId = "bw" + UUID().uuidString.prefix(8).lowercased()
+        let user = RedisKeys(appId: appId).user("alice")
+        _ = try await redis.send("HSET", user.profile, "role", "teacher")
+        let received = Mutex<[BusMessage]>([])
+        let subscriber = RedisSubscriber(configuration: configuration, channels: [BusMessage.channel], logger: logger) { event in
+            guard case .message(_, let payload) = event,
+                let message = try? JSONCoding.decoder.decode(BusMessage.self, from: Data(payload)),
+                case .statusChanged(let change) = message, change.appId == appId
+            else { return }
+            received.withLock { $0.append(message) }
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await subscriber.run() }
+            defer { group.cancelAll() }
+            // The subscription is up once a probe published on the channel comes back.
+            for _ in 0..<100 {
+                if try await redis.send("PUBSUB", "NUMSUB", BusMessage.channel).array?.last?.int ?? 0 > 0 { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let record = DeviceRecord(platform: "ios", node: "n", connection: "c1", kind: .webSocket)
+            let connected = try await repository.connect(appId: appId, userId: "alice", deviceId: "phone-1", record: record, maxDevices: 10)
+            let written = try await repository.setCustomStatus(appId: appId, userId: "alice", value: Self.status.customStatus)
+            let unchanged = try await repository.setCustomStatus(appId: appId, userId: "alice", value: Self.status.customStatus)
+            #expect(unchanged.change == .none)
+            let removed = try await repository.remove(appId: appId, userId: "alice", deviceIds: [], leavingAs: .offline, retentionSeconds: 60)
+            for _ in 0..<100 where received.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(20)) }
+            let expected: [BusMessage] = [
+                .statusChanged(StatusChange(appId: appId, change: 1, role: "teacher", status: connected.write.reply.status)),
+                .statusChanged(StatusChange(appId: appId, change: 1, role: "teacher", status: written.reply.status)),
+                .statusChanged(StatusChange(appId: appId, change: 1, role: "teacher", status: removed.reply.status)),
+            ]
+            #expect(received.withLock { $0 } == expected)
+            #expect(written.reply.status.customStatus == Self.status.customStatus)
+        }
+        await redis.close()
+    }
+}
