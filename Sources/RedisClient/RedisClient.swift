@@ -73,6 +73,18 @@ public final class RedisClient: Sendable, Service {
         }
     }
 
+    /// EVALSHA followed by more commands, all written in one flush on one connection (one round trip): the script's
+    /// reply comes first, then one reply per command; error replies come back as `.error` values. On NOSCRIPT the
+    /// script is loaded and the whole pipeline sent once more (the commands after it must be safe to repeat: reads).
+    public func pipeline(script: RedisScript, keys: [String], arguments: [String], then commands: [[String]]) async throws -> [RedisValue] {
+        let all = [["EVALSHA", script.sha1, String(keys.count)] + keys + arguments] + commands
+        let replies = try await self.pipeline(all)
+        guard case .error(let message) = replies.first, message.hasPrefix("NOSCRIPT") else { return replies }
+        self.logger.info("Redis script not loaded, loading it", metadata: ["script": "\(script.name)"])
+        try await self.load(script)
+        return try await self.pipeline(all)
+    }
+
     /// SCRIPT LOAD each script (used at start-up; failure is not fatal to the caller's design).
     ///
     /// All scripts go in one pipeline; the first refusal is thrown as `.server`.

@@ -96,6 +96,36 @@ import Testing
         }
     }
 
+    @Test func anUnknownCallerIsUserNotFoundAndNothingIsCounted() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": 1, "windowSeconds": 60]])
+            try await app.createUsers(["alice", "bob"])
+            expectError(try await app.query("ghost", ["ghost"]), 404, "USER_NOT_FOUND")
+            expectError(try await app.query("ghost", ["bob"]), 404, "USER_NOT_FOUND")
+            let many = (0...StatusOperations.pipelinedQueryLimit).map { "u\($0)" } + ["bob"]
+            expectError(try await app.query("ghost", many), 404, "USER_NOT_FOUND")
+            // The one call alice may make is still hers: the refusals above counted nothing.
+            #expect(try await app.query("alice", ["bob"]).status == 200)
+            expectError(try await app.query("alice", ["bob"]), 429, "RATE_LIMITED")
+        }
+    }
+
+    @Test func largeAndSmallCallsShareOneLimitAndRejectedOnesReturnNoStatuses() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": 2, "windowSeconds": 60]])
+            try await app.createUsers(["alice", "bob"])
+            let many = (0...StatusOperations.pipelinedQueryLimit).map { "u\($0)" } + ["bob"]
+            let large = try await app.query("alice", many)
+            #expect(large.status == 200)
+            #expect(large.body["statuses"].array.map { $0["userId"].string } == ["bob"])
+            #expect(try await app.query("alice", ["bob"]).status == 200)
+            let rejectedSmall = try await app.query("alice", ["bob"])
+            expectError(rejectedSmall, 429, "RATE_LIMITED")
+            #expect(rejectedSmall.body["statuses"] == .null)
+            expectError(try await app.query("alice", many), 429, "RATE_LIMITED")
+        }
+    }
+
     @Test func emptyListIsInvalidRequest() async throws {
         try await withStatusd { api in
             let app = try await api.createApp(config: premiumConfig)

@@ -24,27 +24,41 @@ struct StatusOperations: Sendable {
 
     /// getUserStatus: free for oneself; for others premium + statusQuery, batch limit and rate limit; blocked pairs
     /// see each other offline.
+    ///
+    /// One round trip: the rate-limit script (which also checks that the caller exists and returns their block lists)
+    /// and the status reads share one pipeline. Past ``pipelinedQueryLimit`` ids the script runs first, alone, so that
+    /// a call the rate limit turns away never costs the reads it would have made (SPEC §5 limits the costly calls).
     func getUserStatus(app: AppRecord, userId: String, userIds: [String]) async throws -> StatusQueryResult {
         if userIds.isEmpty { throw StatusError(.invalidRequest, "userIds must not be empty") }
         let ids = try Identifiers.userIdList(userIds)
         var blocked = Set<String>()
+        let found: [String: UserStatus]
         if ids.contains(where: { $0 != userId }) {
             try app.config.requireStatusQuery()
             guard userIds.count <= app.config.queryBatchLimit else {
                 throw StatusError(.tooManyUsers, "at most \(app.config.queryBatchLimit) user ids per call")
             }
-            try await users.requireExists(appId: app.appId, userId: userId)
             let user = RedisKeys(appId: app.appId).user(userId)
-            let reply = try await rateLimited(
-                scripts.queryRateLimit,
-                keys: [user.rateLimit(.getUserStatus), user.status, user.blocks, user.blockedBy],
-                arguments: rateArguments(app.config)
-            )
-            blocked = Set(reply.compactMap(\.string))
+            let keys = [user.rateLimit(.getUserStatus), user.status, user.blocks, user.blockedBy, user.profile]
+            if ids.count <= Self.pipelinedQueryLimit {
+                let replies = try await redis.pipeline(
+                    script: scripts.queryRateLimit,
+                    keys: keys,
+                    arguments: rateArguments(app.config),
+                    then: StatusRepository.statusReads(appId: app.appId, userIds: ids)
+                )
+                blocked = Set(try Self.admitted(replies[0]).compactMap(\.string))
+                found = try StatusRepository.statuses(userIds: ids, from: replies.dropFirst())
+            } else {
+                let reply = try await redis.pipeline(script: scripts.queryRateLimit, keys: keys, arguments: rateArguments(app.config), then: [])
+                blocked = Set(try Self.admitted(reply[0]).compactMap(\.string))
+                found = try await statuses.statuses(appId: app.appId, userIds: ids)
+            }
         } else {
-            try await users.requireExists(appId: app.appId, userId: userId)
+            // Only the caller: not counted, and reading their status tells whether they exist.
+            found = try await statuses.statuses(appId: app.appId, userIds: ids)
+            guard found[userId] != nil else { throw StatusError(.userNotFound, "user \(userId) not found") }
         }
-        let found = try await statuses.statuses(appId: app.appId, userIds: ids)
         var result = StatusQueryResult(statuses: [], failures: [])
         for id in ids {
             guard let status = found[id] else {
@@ -55,6 +69,9 @@ struct StatusOperations: Sendable {
         }
         return result
     }
+
+    /// The most ids whose reads share the rate-limit check's round trip.
+    static let pipelinedQueryLimit = 100
 
     /// subscribeUserStatus: premium + statusQuery, 1...subscribeBatchLimit ids, rate limited; per-id failures; the
     /// earliest subscriptions are evicted past subscriptionLimit in the same atomic step as the add.
@@ -164,7 +181,17 @@ struct StatusOperations: Sendable {
 
     /// Runs a rate-limited script: `{0, values...}` is accepted, `{1, retryAfterMs}` becomes `RATE_LIMITED`.
     private func rateLimited(_ script: RedisScript, keys: [String], arguments: [String]) async throws -> [RedisValue] {
-        let reply = try await redis.evalScript(script, keys: keys, arguments: arguments).array ?? []
+        try Self.admitted(try await redis.evalScript(script, keys: keys, arguments: arguments))
+    }
+
+    /// A rate-limited script's reply: the values after the `0` of an accepted call; `{1, retryAfterMs}` is thrown as
+    /// `RATE_LIMITED` and the script's `USER_NOT_FOUND` error as `USER_NOT_FOUND`.
+    private static func admitted(_ value: RedisValue) throws -> [RedisValue] {
+        if case .error(let message) = value {
+            if message.contains("USER_NOT_FOUND") { throw StatusError(.userNotFound, "user not found") }
+            throw RedisClientError(kind: .server, message: message)
+        }
+        let reply = value.array ?? []
         guard let flag = reply.first?.int else { throw StatusReplyError.malformed }
         if flag == 1 {
             let retry = reply.count > 1 ? reply[1].int ?? 1000 : 1000

@@ -1,8 +1,12 @@
 -- SPEC §4 getUserStatus of others, SPEC §5: counts the call in the caller's sliding window, or rejects it uncounted.
+-- SPEC §4: the caller must exist (USER_NOT_FOUND otherwise, checked before anything is counted).
 -- The caller's block lists come back in the same round trip (SPEC §4: blocked pairs see each other offline).
--- KEYS: rate-limit log, status, blocks (by me), blocked by
+-- KEYS: rate-limit log, status, blocks (by me), blocked by, profile
 -- ARGV: calls, window ms
--- Reply: {0, blocked user...} when accepted, {1, retry after ms} when rate limited.
+-- Reply: {0, blocked user...} when accepted, {1, retry after ms} when rate limited, or error USER_NOT_FOUND.
+if redis.call('EXISTS', KEYS[5]) == 0 then
+    return redis.error_reply('USER_NOT_FOUND')
+end
 local rejected = admit(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
 if rejected then
     return rejected

@@ -33,6 +33,24 @@ struct DeviceRecord: Sendable, Hashable, Codable {
         case connectedAt = "ct"
     }
 
+    /// The platform of a stored record, read without decoding the whole record (status reads need nothing else).
+    /// The record is a JSON object whose `"p"` member is a platform name; inside a JSON string every quote is escaped,
+    /// so the byte sequence `"p":"` occurs only as that member's key.
+    static func platform(_ value: RedisValue) -> String? {
+        guard case .bulkString(let bytes) = value else { return nil }
+        let key = Array(#""p":""#.utf8)
+        var index = 0
+        while index + key.count < bytes.count {
+            if bytes[index] == key[0], bytes[index..<index + key.count].elementsEqual(key) {
+                let start = index + key.count
+                guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+                return String(decoding: bytes[start..<end], as: UTF8.self)
+            }
+            index += 1
+        }
+        return decode(value)?.platform
+    }
+
     /// Decodes a stored record, or nil.
     static func decode(_ value: RedisValue) -> DeviceRecord? {
         guard let raw = value.string, !raw.isEmpty else { return nil }

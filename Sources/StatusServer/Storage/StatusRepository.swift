@@ -34,6 +34,13 @@ struct StatusRepository: Sendable {
     /// Statuses of many users in one round trip; users without a profile are left out.
     func statuses(appId: String, userIds: [String]) async throws -> [String: UserStatus] {
         guard !userIds.isEmpty else { return [:] }
+        let replies = try await redis.pipeline(Self.statusReads(appId: appId, userIds: userIds))
+        return try Self.statuses(userIds: userIds, from: replies[...])
+    }
+
+    /// The commands that read the statuses of `userIds` (three per user, each touching one user's keys only, so they
+    /// can share a pipeline with other commands, or go to different shards).
+    static func statusReads(appId: String, userIds: [String]) -> [[String]] {
         let keys = RedisKeys(appId: appId)
         var commands: [[String]] = []
         commands.reserveCapacity(userIds.count * 3)
@@ -43,19 +50,25 @@ struct StatusRepository: Sendable {
             commands.append(["HMGET", user.status, "t", "cs", "la", "v"])
             commands.append(["HGETALL", user.devices])
         }
-        let replies = try await redis.pipeline(commands)
+        return commands
+    }
+
+    /// Decodes the replies to ``statusReads(appId:userIds:)``.
+    static func statuses(userIds: [String], from replies: ArraySlice<RedisValue>) throws -> [String: UserStatus] {
+        guard replies.count == userIds.count * 3 else { throw StatusReplyError.malformed }
         var result: [String: UserStatus] = [:]
+        result.reserveCapacity(userIds.count)
         for (index, userId) in userIds.enumerated() {
-            let base = index * 3
+            let base = replies.startIndex + index * 3
             guard replies[base].int == 1, let fields = replies[base + 1].array, fields.count == 4 else { continue }
             var flat = fields.map { $0.isNull ? RedisValue.bulkString([]) : $0 }
             flat.append(.bulkString([]))
             let devices = replies[base + 2].array ?? []
             var index = 0
             while index + 1 < devices.count {
-                if let record = DeviceRecord.decode(devices[index + 1]) {
+                if let platform = DeviceRecord.platform(devices[index + 1]) {
                     flat.append(devices[index])
-                    flat.append(.bulkString(Array(record.platform.utf8)))
+                    flat.append(.bulkString(Array(platform.utf8)))
                 }
                 index += 2
             }
