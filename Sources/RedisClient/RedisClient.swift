@@ -139,11 +139,19 @@ public final class RedisClient: Sendable, Service {
         return try await promise.futureResult.get()
     }
 
-    /// The next slot round-robin, skipping slots in reconnect backoff unless all of them are.
+    /// The next slot round-robin, skipping slots in reconnect backoff unless all of them are. A caller running on one
+    /// of the pool's event loops gets a slot of that loop when one is usable: its command is written and its reply
+    /// resumed on the same thread, with no hop to another one.
     private func nextSlot() -> RedisConnectionSlot {
         let start = self.nextSlotIndex.withLock { index in
             defer { index = (index + 1) % self.slots.count }
             return index
+        }
+        for offset in 0..<self.slots.count {
+            let slot = self.slots[(start + offset) % self.slots.count]
+            if slot.eventLoop.inEventLoop && !slot.isInBackoff {
+                return slot
+            }
         }
         for offset in 0..<self.slots.count {
             let slot = self.slots[(start + offset) % self.slots.count]

@@ -87,7 +87,10 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
                 // The session's handler owns the channel from here; nothing to wait for.
                 return
             case .http(let http):
-                await handleHTTP(asyncChannel: http, logger: logger)
+                // Handlers run on the connection's own event loop (see EventLoopTaskExecutor).
+                await withTaskExecutorPreference(EventLoopTaskExecutor(value.channel.eventLoop)) {
+                    await handleHTTP(asyncChannel: http, logger: logger)
+                }
             case .refused(let http, let error):
                 await refuse(http, with: error)
             }
