@@ -4,6 +4,7 @@
 # removed) when the sourcing script exits, and sets:
 #   LIVE_URL        http://127.0.0.1:<port> of statusd
 #   LIVE_ADMIN_KEY  its admin key
+#   LIVE_REDIS_PORT the port of its redis-server
 #   LIVE_DIR        a scratch directory (logs: $LIVE_DIR/statusd.log, $LIVE_DIR/redis.log)
 # The binary is $STATUSD_BIN, else .build/debug/statusd, built first when missing.
 #
@@ -51,7 +52,8 @@ live_start() {
     LIVE_STATUSD_PID=$!
     for _ in $(seq 1 100); do
         if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$LIVE_URL/readyz" 2>/dev/null; then
-            export LIVE_URL LIVE_ADMIN_KEY LIVE_DIR
+            LIVE_REDIS_PORT=$redis_port
+            export LIVE_URL LIVE_ADMIN_KEY LIVE_DIR LIVE_REDIS_PORT
             return 0
         fi
         kill -0 "$LIVE_STATUSD_PID" 2>/dev/null || break
