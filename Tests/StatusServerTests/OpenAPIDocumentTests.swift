@@ -135,6 +135,8 @@ import Testing
                 #expect(response.status == .ok)
                 #expect(response.headers[.contentType]?.hasPrefix("text/javascript") == true)
                 #expect(String(buffer: response.body).contains("export class StatusClient"))
+                // Pages of the apps' own origins import it: a cross-origin module script needs CORS.
+                #expect(response.headers[.accessControlAllowOrigin] == "*")
             }
             try await api.client.execute(uri: "/console", method: .get) { response in
                 #expect(response.status == .ok)

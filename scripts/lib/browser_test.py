@@ -5,11 +5,14 @@ Each check prints "ok <what>" or raises; screenshots of the console go to the di
 """
 
 import argparse
+import http.server
 import json
 import os
 import sys
+import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from selenium import webdriver
@@ -183,7 +186,13 @@ def client_flow(driver, api_key):
         const [token, done] = [arguments[0], arguments[arguments.length - 1]];
         import("/client/statusd.js").then(async ({ StatusClient }) => {
           const log = { welcomes: 0, states: [], events: [] };
-          const client = new StatusClient({ token, deviceId: "bob-web", minReconnectDelayMs: 100 });
+          // Records the URL of every socket the client opens (to see what it sends on reconnect); nothing else changes.
+          window.bobUrls = [];
+          const RecordingSocket = class extends WebSocket {
+            constructor(url, protocols) { super(url, protocols); window.bobUrls.push(url); }
+          };
+          const client = new StatusClient({ token, deviceId: "bob-web", minReconnectDelayMs: 100, WebSocket: RecordingSocket });
+          client.on("welcome", (w) => { (window.bobWelcomes ||= []).push(w); });
           client.on("welcome", () => { log.welcomes += 1; });
           client.on("state", (s) => log.states.push(s));
           client.on("statusChanged", (statuses) => statuses.forEach((s) => log.events.push([s.userId, s.customStatus || null])));
@@ -215,9 +224,16 @@ def client_flow(driver, api_key):
     WebDriverWait(driver, 15).until(lambda d: d.execute_script("return window.bobLog.welcomes") >= 2)
     states = driver.execute_script("return window.bobLog.states")
     assert "reconnecting" in states and states[-1] == "open", states
+    # SPEC §7 resume: the token of the welcome before the drop goes back on the reconnect (when the server sends one).
+    urls, welcomes = driver.execute_script("return [window.bobUrls, window.bobWelcomes]")
+    first_resume = welcomes[0].get("resume")
+    reconnect_query = urllib.parse.parse_qs(urllib.parse.urlparse(urls[1]).query)
+    assert reconnect_query.get("resume") == ([first_resume] if first_resume else None), (first_resume, urls[1])
+    assert "resume" not in urllib.parse.parse_qs(urllib.parse.urlparse(urls[0]).query), urls[0]
     assert api("PUT", "/v1/apps/console-demo/users/carol/status", {"customStatus": "back"}, key=api_key)[0] == 200
     WebDriverWait(driver, 10).until(lambda d: ["carol", "back"] in d.execute_script("return window.bobLog.events"))
-    ok("browser client: reconnects after a dropped socket and keeps receiving events")
+    ok("browser client: reconnects after a dropped socket and keeps receiving events"
+       + (" (resume token sent back)" if first_resume else " (the welcome carries no resume token yet: none sent)"))
 
     # A kick is final: the client reports it and does not reconnect.
     assert api("POST", "/v1/apps/console-demo/users/bob/kick", {"deviceId": "bob-web"}, key=api_key)[0] == 200
@@ -225,6 +241,61 @@ def client_flow(driver, api_key):
     time.sleep(1)
     assert driver.execute_script("return window.bobLog.welcomes") == 2
     ok("browser client: a kick closes it for good (no reconnect)")
+
+
+APP_PAGE = """<!doctype html>
+<meta charset="utf-8"><title>an app using statusd</title>
+<ul id="events"></ul><p id="state"></p>
+<script type="module">
+  const params = new URLSearchParams(location.hash.slice(1));
+  const { StatusClient } = await import(params.get("server") + "/client/statusd.js");
+  const client = new StatusClient({ token: params.get("token"), deviceId: "app-page", url: params.get("server") });
+  client.on("state", (state) => { document.getElementById("state").textContent = state; });
+  client.on("statusChanged", (statuses) => {
+    for (const status of statuses) {
+      const item = document.createElement("li");
+      item.textContent = `${status.userId}: ${status.statusType} ${status.customStatus ?? ""}`.trim();
+      document.getElementById("events").append(item);
+    }
+  });
+  await client.connect();
+  await client.subscribeUserStatus(["carol"]);
+  document.getElementById("state").textContent = "subscribed";
+</script>
+"""
+
+
+class AppPage(http.server.BaseHTTPRequestHandler):
+    """Serves the page of an app on another origin than statusd's."""
+
+    def do_GET(self):
+        body = APP_PAGE.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_):
+        pass
+
+
+def app_page_flow(driver, api_key):
+    """An app's own page, on another origin, loads the client from statusd and receives another user's change."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), AppPage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert api("PATCH", "/v1/apps/console-demo/config", {"allowedOrigins": [BASE, origin]})[0] == 200
+        assert api("PUT", "/v1/apps/console-demo/users/dave", {}, key=api_key)[0] == 200
+        _, minted = api("POST", "/v1/apps/console-demo/users/dave/tokens", {"ttlSeconds": 600}, key=api_key)
+        driver.get(f"{origin}/app.html#server={BASE}&token={minted['token']}")
+        wait_text(driver, "state", lambda t: t == "subscribed", "the app page connects and subscribes", timeout=15)
+        assert api("PUT", "/v1/apps/console-demo/users/carol/status", {"customStatus": "from elsewhere"}, key=api_key)[0] == 200
+        wait_text(driver, "events", lambda t: "carol: unlogined from elsewhere" in t, "carol's change on the app page")
+        ok(f"browser client: a page of another origin ({origin}) imports it from statusd and receives another user's change")
+    finally:
+        server.shutdown()
 
 
 def main():
@@ -236,6 +307,7 @@ def main():
         assert api_key and api_key.startswith("sk_"), api_key
         watch_flow(driver, api_key)
         client_flow(driver, api_key)
+        app_page_flow(driver, api_key)
         # The deliberate refusals above (401, 409, 400, the refused WebSocket) are logged as network errors; any
         # other error, a script error above all, fails the run.
         errors = [

@@ -17,8 +17,16 @@ struct WebRoutes: Sendable {
 
     /// Route path → file.
     static let files: [(path: String, file: File)] = [
-        ("openapi.json", File(resource: "openapi.json", contentType: "application/json; charset=utf-8")),
-        ("client/statusd.js", File(resource: "statusd.js", contentType: "text/javascript; charset=utf-8")),
+        // Public and without data: pages and tools of any origin may load them (a module script from another origin
+        // needs CORS).
+        (
+            "openapi.json",
+            File(resource: "openapi.json", contentType: "application/json; charset=utf-8", extraHeaders: [.accessControlAllowOrigin: "*"])
+        ),
+        (
+            "client/statusd.js",
+            File(resource: "statusd.js", contentType: "text/javascript; charset=utf-8", extraHeaders: [.accessControlAllowOrigin: "*"])
+        ),
         (
             "console",
             File(
