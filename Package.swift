@@ -74,7 +74,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
-            resources: [.copy("Scripts")],
+            resources: [.copy("Scripts"), .copy("Resources")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

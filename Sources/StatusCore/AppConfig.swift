@@ -48,6 +48,8 @@ public struct AppConfig: Sendable, Hashable, Codable {
     public var webhook: Webhook?
     /// SPEC §3: connected devices per user (1–100); a login past it kicks the user's earliest-connected device.
     public var maxDevicesPerUser = 10
+    /// Browser origins allowed to open device WebSockets (``AllowedOrigins``), normalized; nil accepts any origin.
+    public var allowedOrigins: [String]?
 
     /// The defaults of SPEC §3.
     public init() {}
@@ -55,7 +57,7 @@ public struct AppConfig: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case plan, statusQuery, friendStatusNotify, multiDeviceSync, customStatusMaxBytes, subscriptionLimit
         case subscribeBatchLimit, queryBatchLimit, rateLimit, heartbeatTimeoutSeconds, subscriptionRetentionSeconds
-        case webhook, maxDevicesPerUser
+        case webhook, maxDevicesPerUser, allowedOrigins
     }
 
     /// Decodes a stored config; a flag missing from it (stored before the flag existed) keeps its default.
@@ -76,6 +78,7 @@ public struct AppConfig: Sendable, Hashable, Codable {
             try container.decodeIfPresent(Int.self, forKey: .subscriptionRetentionSeconds) ?? defaults.subscriptionRetentionSeconds
         webhook = try container.decodeIfPresent(Webhook.self, forKey: .webhook)
         maxDevicesPerUser = try container.decodeIfPresent(Int.self, forKey: .maxDevicesPerUser) ?? defaults.maxDevicesPerUser
+        allowedOrigins = try container.decodeIfPresent([String].self, forKey: .allowedOrigins)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -94,6 +97,8 @@ public struct AppConfig: Sendable, Hashable, Codable {
         // `webhook` is always present, `null` when unset.
         try container.encode(webhook, forKey: .webhook)
         try container.encode(maxDevicesPerUser, forKey: .maxDevicesPerUser)
+        // Like `webhook`, always present: `null` means any origin.
+        try container.encode(allowedOrigins, forKey: .allowedOrigins)
     }
 
     /// True when the premium plan and the `statusQuery` switch are both on.

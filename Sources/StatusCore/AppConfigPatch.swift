@@ -26,6 +26,7 @@ public enum AppConfigPatch {
             case "rateLimit": result.rateLimit = try rateLimit(value, current: result.rateLimit)
             case "webhook": result.webhook = try webhook(value)
             case "maxDevicesPerUser": result.maxDevicesPerUser = try int(value, key, min: 1, max: 100)
+            case "allowedOrigins": result.allowedOrigins = try allowedOrigins(value)
             default: throw invalid("unknown config field \"\(key)\"")
             }
         }
@@ -42,7 +43,14 @@ public enum AppConfigPatch {
     }
 
     private static func int(_ value: JSONValue, _ key: String, min: Int, max: Int = Int(Int32.max)) throws(StatusError) -> Int {
-        guard case .int(let number) = value, number >= min, number <= Int64(max) else {
+        // JSON has one number type: `5.0` is the integer 5 (as JSON Schema's `integer` says), `5.5` is not an integer.
+        let integral: Int64? =
+            switch value {
+            case .int(let number): number
+            case .double(let number) where number.rounded() == number && abs(number) < 1e15: Int64(number)
+            default: nil
+            }
+        guard let number = integral, number >= min, number <= Int64(max) else {
             throw invalid(max == Int(Int32.max) ? "\(key) must be an integer of at least \(min)" : "\(key) must be an integer from \(min) to \(max)")
         }
         return Int(number)
@@ -75,6 +83,25 @@ public enum AppConfigPatch {
             return AppConfig.Webhook(url: url, secret: secret)
         default:
             throw invalid("webhook must be null or an object")
+        }
+    }
+
+    /// `null` (any origin) or a list of `http(s)://host[:port]` origins, stored normalized and without duplicates.
+    private static func allowedOrigins(_ value: JSONValue) throws(StatusError) -> [String]? {
+        let message = "allowedOrigins must be null or a list of at most \(AllowedOrigins.maxCount) origins like \"https://example.com\""
+        switch value {
+        case .null:
+            return nil
+        case .array(let items):
+            guard items.count <= AllowedOrigins.maxCount else { throw invalid(message) }
+            var origins: [String] = []
+            for item in items {
+                guard case .string(let raw) = item, let origin = AllowedOrigins.normalized(raw) else { throw invalid(message) }
+                if !origins.contains(origin) { origins.append(origin) }
+            }
+            return origins
+        default:
+            throw invalid(message)
         }
     }
 }

@@ -53,10 +53,11 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
             Set(fields.keys) == [
                 "plan", "statusQuery", "friendStatusNotify", "multiDeviceSync", "customStatusMaxBytes", "subscriptionLimit",
                 "subscribeBatchLimit", "queryBatchLimit", "rateLimit", "heartbeatTimeoutSeconds", "subscriptionRetentionSeconds",
-                "webhook", "maxDevicesPerUser",
+                "webhook", "maxDevicesPerUser", "allowedOrigins",
             ]
         )
         #expect(fields["webhook"] == .null)
+        #expect(fields["allowedOrigins"] == .null)
         #expect(fields["plan"] == .string("basic"))
         #expect(fields["rateLimit"] == .object(["calls": .int(20), "windowSeconds": .int(5)]))
     }
@@ -141,10 +142,12 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
             {"plan": "premium", "statusQuery": true, "friendStatusNotify": true, "multiDeviceSync": false,
              "customStatusMaxBytes": 10, "subscriptionLimit": 3, "subscribeBatchLimit": 4, "queryBatchLimit": 5,
              "rateLimit": {"calls": 6, "windowSeconds": 7}, "heartbeatTimeoutSeconds": 5,
-             "subscriptionRetentionSeconds": 60, "webhook": {"url": "https://example.com/h", "secret": "k"}}
+             "subscriptionRetentionSeconds": 60, "webhook": {"url": "https://example.com/h", "secret": "k"},
+             "allowedOrigins": ["https://app.example.com"]}
             """
         )
         let config = try AppConfigPatch.apply(patch, to: AppConfig())
+        #expect(config.allowedOrigins == ["https://app.example.com"])
         #expect(config.plan == .premium)
         #expect(config.statusQuery)
         #expect(config.friendStatusNotify)
@@ -241,5 +244,38 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
         #expect(config.heartbeatTimeoutSeconds == 5)
         #expect(config.rateLimit == AppConfig.RateLimit(calls: 1, windowSeconds: 1))
         #expect(config.subscribeBatchLimit == 1)
+    }
+}
+
+@Suite struct AllowedOriginsRuleTests {
+    @Test func originsAreComparedAsBrowsersSendThem() {
+        #expect(AllowedOrigins.normalized("HTTPS://App.Example.com/") == "https://app.example.com")
+        #expect(AllowedOrigins.normalized("http://localhost:3000") == "http://localhost:3000")
+        #expect(AllowedOrigins.normalized("http://[::1]:8080") == "http://[::1]:8080")
+        for bad in [
+            "null", "", "app.example.com", "ftp://a.example", "https://a.example/x", "https://u@a.example", "https://a.example:0",
+            "https://a.example:65536", "https://a.example:080", "https://exämple.com", "https://a b", "https://[zz]", "https://",
+        ] {
+            #expect(AllowedOrigins.normalized(bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test func absentListOrAbsentHeaderAdmitsAndOtherwiseTheOriginMustBeListed() {
+        #expect(AllowedOrigins.admits(["https://any.example"], allowed: nil))
+        #expect(AllowedOrigins.admits([], allowed: []))
+        #expect(!AllowedOrigins.admits(["https://any.example"], allowed: []))
+        #expect(AllowedOrigins.admits(["https://A.example"], allowed: ["https://a.example"]))
+        #expect(!AllowedOrigins.admits(["http://a.example"], allowed: ["https://a.example"]))
+        #expect(!AllowedOrigins.admits(["garbage"], allowed: ["https://a.example"]))
+        #expect(!AllowedOrigins.admits(["null"], allowed: ["https://a.example"]))
+        // What some WebSocket libraries send (their own target) is no browser's origin.
+        #expect(AllowedOrigins.admits(["ws://127.0.0.1"], allowed: ["https://a.example"]))
+        #expect(!AllowedOrigins.admits(["ws://127.0.0.1", "https://b.example"], allowed: ["https://a.example"]))
+    }
+
+    @Test func integralNumbersAreIntegersInAPatch() throws {
+        let config = try AppConfigPatch.apply(try json(#"{"maxDevicesPerUser": 5.0}"#), to: AppConfig())
+        #expect(config.maxDevicesPerUser == 5)
+        #expect(throws: StatusError.self) { try AppConfigPatch.apply(try json(#"{"maxDevicesPerUser": 5.5}"#), to: AppConfig()) }
     }
 }

@@ -10,23 +10,14 @@ import StatusCore
 public func buildApplication(configuration: ServerConfiguration, logger: Logger) throws -> some ApplicationProtocol {
     let redis = RedisClient(configuration: configuration.redis, logger: logger)
     let services = try ServerServices(configuration: configuration, redis: redis, logger: logger)
-    let router = Router(context: StatusRequestContext.self)
-    let registry = MetricsBootstrap.registry()
-    router.add(middleware: MetricsMiddleware())
-    router.add(middleware: ErrorMiddleware())
-    HealthRoutes(services: services, registry: registry).register(on: router)
-    AdminRoutes(services: services).register(on: router)
-    UserRoutes(services: services).register(on: router)
-    StatusRoutes(services: services).register(on: router)
     let index = FanoutIndex()
+    let activity = AppActivity()
+    let router = try buildRouter(services: services, index: index, activity: activity)
     let work = DeviceWorkQueue()
     let fanout = FanoutService(index: index, services: services, work: work, inboxLimit: configuration.busInboxLimit, logger: logger)
     var limits = DeviceConnectionStateMachine.Limits()
     limits.backlogBytes = configuration.sessionBacklogBytes
-    let gateway = DeviceGateway(services: services, index: index, fanout: fanout, work: work, limits: limits)
-    router.get(RouterPath(DeviceGateway.path)) { _, _ -> Response in
-        throw StatusError(.invalidRequest, "GET /v1/connect needs a WebSocket upgrade")
-    }
+    let gateway = DeviceGateway(services: services, index: index, fanout: fanout, work: work, limits: limits, activity: activity)
     let http = HTTP1Channel.Configuration(idleTimeout: .seconds(configuration.httpIdleTimeoutSeconds))
     var app = Application(
         router: router,
@@ -45,6 +36,33 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
         WebhookDispatcher(services: services)
     )
     return app
+}
+
+/// Every HTTP route of a node (SPEC §7, §9) with its middleware. The OpenAPI document at `/openapi.json` describes
+/// exactly these routes; a test reads ``Router/routes`` of this router to keep the two in step.
+func buildRouter(services: ServerServices, index: FanoutIndex, activity: AppActivity) throws -> Router<StatusRequestContext> {
+    let router = Router(context: StatusRequestContext.self)
+    let registry = MetricsBootstrap.registry()
+    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: ErrorMiddleware(activity: activity))
+    HealthRoutes(services: services, registry: registry).register(on: router)
+    AdminRoutes(services: services).register(on: router)
+    AdminOverviewRoutes(services: services, index: index, activity: activity).register(on: router)
+    UserRoutes(services: services).register(on: router)
+    StatusRoutes(services: services).register(on: router)
+    try WebRoutes().register(on: router)
+    // The device WebSocket is upgraded before routing (``DeviceServerChannel``), on a connection's first request only; a
+    // plain GET, or an upgrade asked for on a connection that already served a request, gets this answer. The
+    // connection is closed after it: NIO's HTTP parser reads nothing more after a request asking for an upgrade.
+    router.get(RouterPath(DeviceGateway.path)) { request, context -> Response in
+        var response = try StatusError(.invalidRequest, "GET /v1/connect needs a WebSocket upgrade, on a new connection")
+            .response(from: request, context: context)
+        response.headers[.connection] = "close"
+        return response
+    }
+    // Last, so that it wraps only the router's not-found answer.
+    router.add(middleware: MethodNotAllowedMiddleware(routes: router.routes))
+    return router
 }
 
 /// Loads the Lua scripts at start (`SCRIPT LOAD`); a Redis that is down now gets them later through the

@@ -6,13 +6,18 @@ import StatusCore
 /// Turns every error into the SPEC §7 error body: client mistakes into 4xx, Redis outages into 503 `UNAVAILABLE`,
 /// and anything unexpected into a logged 500.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// Where `RATE_LIMITED` answers are counted per app (the app of the path), for the admin API's stats.
+    var activity: AppActivity?
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch {
             let mapped = Self.statusError(for: error)
             switch mapped.code {
-            case .rateLimited: Metrics.rateLimited.increment()
+            case .rateLimited:
+                Metrics.rateLimited.increment()
+                if let appId = context.parameters.get("appId") { activity?.recordRateLimited(appId: appId) }
             case .unavailable: Metrics.redisErrors.increment()
             default: break
             }

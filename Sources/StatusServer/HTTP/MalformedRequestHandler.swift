@@ -9,8 +9,9 @@ import StatusCore
 /// both the decoder's parse errors (which would otherwise reach handlers that answer nothing or an empty 400) and
 /// request heads that parse but that later stages cannot represent: bytes outside printable ASCII in the target,
 /// control characters (a NUL byte, say) in a header, a header name that is not a token, or a body framed twice
-/// (`Transfer-Encoding` with `Content-Length`, RFC 9112 §6.3: a request smuggling vector). A request carrying an
-/// `Upgrade` header takes the handler out of the pipeline, since an accepted WebSocket upgrade carries frames, not HTTP.
+/// (`Transfer-Encoding` with `Content-Length`, RFC 9112 §6.3: a request smuggling vector). A request asking for a
+/// WebSocket upgrade takes the handler out of the pipeline, since an accepted upgrade carries frames, not HTTP; an
+/// `Upgrade` header naming other protocols is dropped, and the request answered as plain HTTP.
 final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -31,14 +32,23 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         let part = unwrapInboundIn(data)
-        if case .head(let head) = part {
+        if case .head(var head) = part {
             if let problem = Self.problem(with: head) {
                 refuse(context: context, message: problem)
                 return
             }
             if head.headers.contains(name: "upgrade") {
-                context.fireChannelRead(data)
-                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+                let protocols = head.headers["upgrade"].flatMap { $0.split(separator: ",") }
+                if protocols.contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "websocket" }) {
+                    context.fireChannelRead(data)
+                    context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+                    return
+                }
+                // statusd speaks no other protocol, and a server may ignore `Upgrade` (RFC 9110 §7.8); it must, here:
+                // NIO's upgrade handler loses the request head when no upgrader takes the protocol, and the
+                // connection would close unanswered.
+                head.headers.remove(name: "upgrade")
+                context.fireChannelRead(wrapInboundOut(.head(head)))
                 return
             }
         }

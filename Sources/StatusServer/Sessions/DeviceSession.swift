@@ -20,6 +20,8 @@ final class DeviceSession: Sendable {
     let scope: PresenceScope
     /// The event loop of the device's channel: every delivery to this session runs there.
     let eventLoop: any EventLoop
+    /// Its app's counters on this node (events delivered, rate-limit refusals), for the admin API's stats.
+    let activity: AppActivity.Counters?
     private let handler: NIOLoopBoundBox<DeviceChannelHandler?>
     private let lastActivity: Atomic<Int64>
 
@@ -29,7 +31,8 @@ final class DeviceSession: Sendable {
         deviceId: String,
         platform: Platform,
         scope: PresenceScope,
-        eventLoop: any EventLoop
+        eventLoop: any EventLoop,
+        activity: AppActivity.Counters? = nil
     ) {
         self.connectionId = UUID().uuidString
         self.appId = appId
@@ -38,6 +41,7 @@ final class DeviceSession: Sendable {
         self.platform = platform
         self.scope = scope
         self.eventLoop = eventLoop
+        self.activity = activity
         self.handler = NIOLoopBoundBox.makeEmptyBox(valueType: DeviceChannelHandler.self, eventLoop: eventLoop)
         self.lastActivity = Atomic(Self.monotonicMs())
     }
@@ -52,6 +56,7 @@ final class DeviceSession: Sendable {
     /// On the session's event loop only.
     func deliver(_ event: StatusEvent) -> DeviceChannelHandler? {
         guard let handler = handler.value, handler.deliver(event) else { return nil }
+        activity?.eventsDelivered.add(1, ordering: .relaxed)
         return handler
     }
 

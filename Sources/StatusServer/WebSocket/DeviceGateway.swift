@@ -15,6 +15,8 @@ struct DeviceGateway: Sendable {
     let fanout: FanoutService
     let work: DeviceWorkQueue
     let limits: DeviceConnectionStateMachine.Limits
+    /// Per-app counters of this node, handed to each session.
+    let activity: AppActivity
 
     /// The path devices connect to.
     static let path = "/v1/connect"
@@ -50,7 +52,8 @@ struct DeviceGateway: Sendable {
         return promise.futureResult
     }
 
-    /// Checks the token (401) and the query parameters (400) of a connect request.
+    /// Checks the token (401), the browser's origin against the app's `allowedOrigins` (403) and the query parameters
+    /// (400) of a connect request.
     func authorize(_ head: HTTPRequestHead) async throws -> Parameters {
         let uri = URI(head.uri)
         let query = uri.queryParameters
@@ -60,6 +63,10 @@ struct DeviceGateway: Sendable {
         guard let token, !token.isEmpty else { throw StatusError(.unauthorized, "missing token") }
         // Verifying checks the user's token generation too: a deleted user's token is refused there.
         let (app, userId) = try await services.tokens.verify(token)
+        // Browsers only: a page of an origin the app does not list may not use a token it got hold of.
+        guard AllowedOrigins.admits(head.headers["Origin"], allowed: app.config.allowedOrigins) else {
+            throw StatusError(.forbidden, "this origin may not connect to app \(app.appId)")
+        }
         guard let rawDevice = query.get("deviceId") else { throw StatusError(.invalidRequest, "deviceId is required") }
         let deviceId = try Identifiers.deviceId(String(rawDevice))
         guard let rawPlatform = query.get("platform") else { throw StatusError(.invalidRequest, "platform is required") }
@@ -78,7 +85,8 @@ struct DeviceGateway: Sendable {
             deviceId: parameters.deviceId,
             platform: parameters.platform,
             scope: parameters.scope,
-            eventLoop: channel.eventLoop
+            eventLoop: channel.eventLoop,
+            activity: activity.counters(for: parameters.app.appId)
         )
         let gateway = self
         try await channel.eventLoop.submit {

@@ -61,7 +61,10 @@ struct DeviceRequestHandler: Sendable {
             }
         } catch {
             let mapped = ErrorMiddleware<StatusRequestContext>.statusError(for: error)
-            if mapped.code == .rateLimited { Metrics.rateLimited.increment() }
+            if mapped.code == .rateLimited {
+                Metrics.rateLimited.increment()
+                session.activity?.rateLimited.add(1, ordering: .relaxed)
+            }
             return (DeviceFrames.failure(id: id, mapped), .keepOpen)
         }
     }

@@ -106,6 +106,8 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
         var fields: HTTPFields = [.connection: "close", .contentType: "application/json; charset=utf-8"]
         fields[.contentLength] = String(body.readableBytes)
         if let retryAfterMs = error.retryAfterMs { fields[.retryAfter] = String((retryAfterMs + 999) / 1000) }
+        // Only the device WebSocket's path is ever upgraded, and only with GET.
+        if error.code == .methodNotAllowed { fields[.allow] = "GET" }
         let head = HTTPResponse(status: .init(code: error.code.httpStatus), headerFields: fields)
         try? await channel.executeThenClose { _, outbound in
             try await outbound.write(contentsOf: [.head(head), .body(body), .end(nil)])

@@ -28,8 +28,17 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
         initialResponseHeaders: HTTPHeaders
     ) -> EventLoopFuture<HTTPHeaders> {
         let keys = upgradeRequest.headers["Sec-WebSocket-Key"]
-        guard keys.count == 1, let key = keys.first, upgradeRequest.headers["Sec-WebSocket-Version"] == ["13"] else {
-            admission.value = .refused(StatusError(.invalidRequest, "a WebSocket upgrade needs one Sec-WebSocket-Key and version 13"))
+        guard upgradeRequest.method == .GET else {
+            admission.value = .refused(StatusError(.methodNotAllowed, "a WebSocket upgrade is a GET"))
+            return channel.eventLoop.makeFailedFuture(NIOWebSocketUpgradeError.invalidUpgradeHeader)
+        }
+        let connection = upgradeRequest.headers["Connection"].flatMap { $0.split(separator: ",") }
+        guard keys.count == 1, let key = keys.first, Self.isValidKey(key), upgradeRequest.headers["Sec-WebSocket-Version"] == ["13"],
+            connection.contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "upgrade" })
+        else {
+            admission.value = .refused(
+                StatusError(.invalidRequest, "a WebSocket upgrade needs Connection: Upgrade, one Sec-WebSocket-Key and version 13")
+            )
             return channel.eventLoop.makeFailedFuture(NIOWebSocketUpgradeError.invalidUpgradeHeader)
         }
         guard upgradeRequest.uri.split(separator: "?", maxSplits: 1).first.map(String.init) == DeviceGateway.path else {
@@ -47,6 +56,13 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
             headers.replaceOrAdd(name: "Connection", value: "upgrade")
             return headers
         }
+    }
+
+    /// RFC 6455 §4.2.1: the key is 16 bytes in base64 (canonical, so that every client that follows the RFC passes and
+    /// the check is the same for every decoder).
+    static func isValidKey(_ key: String) -> Bool {
+        guard let bytes = Data(base64Encoded: key) else { return false }
+        return bytes.count == 16 && bytes.base64EncodedString() == key
     }
 
     func upgrade(channel: any Channel, upgradeRequest: HTTPRequestHead) -> EventLoopFuture<UpgradeResult> {

@@ -8,7 +8,7 @@ import Glibc
 /// One HTTP/1.1 request over a plain TCP socket, read until the server closes: for refused WebSocket upgrades, which
 /// answer and close the connection.
 enum RawHTTP {
-    static func get(port: Int, path: String, headers: [String: String]) throws -> (status: Int, body: JSONValue) {
+    static func get(port: Int, path: String, headers: [String: String], method: String = "GET") throws -> (status: Int, body: JSONValue) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestAppError(message: "socket failed") }
         defer { close(fd) }
@@ -22,7 +22,7 @@ enum RawHTTP {
         guard connected else { throw TestAppError(message: "connect failed") }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+        var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         request += "\r\n"
         let bytes = Array(request.utf8)

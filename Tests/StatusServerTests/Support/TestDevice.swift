@@ -126,6 +126,8 @@ struct DeviceOptions {
     var tokenInQuery = false
     /// Keep reading (false simulates a device that stops reading its socket).
     var reads = true
+    /// The `Origin` header a browser would send, if any.
+    var origin: String?
 }
 
 extension APIClient {
@@ -148,6 +150,7 @@ extension APIClient {
         if let presence = options.presence { query += "&presence=\(presence)" }
         var headers: HTTPFields = [:]
         if options.tokenInQuery { query += "&token=\(token)" } else { headers[.authorization] = "Bearer \(token)" }
+        if let origin = options.origin { headers[.origin] = origin }
         let url = "ws://127.0.0.1:\(port)/v1/connect?\(query)"
         let device = TestDevice()
         var logger = Logger(label: "test-device")

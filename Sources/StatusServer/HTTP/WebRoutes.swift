@@ -1,0 +1,68 @@
+import Foundation
+import Hummingbird
+import StatusCore
+
+/// The files statusd serves to people and tools rather than to apps: the OpenAPI document of its HTTP API
+/// (`/openapi.json`, SPEC §9), the browser client (`/client/statusd.js`) and the admin console (`/console`).
+///
+/// They ship as package resources and are read once at start. None of them holds data: the console asks the operator
+/// for the admin key and sends it only to this server's admin API.
+struct WebRoutes: Sendable {
+    /// One served file.
+    struct File: Sendable {
+        let resource: String
+        let contentType: String
+        var extraHeaders: HTTPFields = [:]
+    }
+
+    /// Route path → file.
+    static let files: [(path: String, file: File)] = [
+        // Public and without data: pages and tools of any origin may load them (a module script from another origin
+        // needs CORS).
+        (
+            "openapi.json",
+            File(resource: "openapi.json", contentType: "application/json; charset=utf-8", extraHeaders: [.accessControlAllowOrigin: "*"])
+        ),
+        (
+            "client/statusd.js",
+            File(resource: "statusd.js", contentType: "text/javascript; charset=utf-8", extraHeaders: [.accessControlAllowOrigin: "*"])
+        ),
+        (
+            "console",
+            File(
+                resource: "console.html",
+                contentType: "text/html; charset=utf-8",
+                extraHeaders: [
+                    // Everything is inline and talks only to this server; nothing may frame the page that holds the key.
+                    .contentSecurityPolicy:
+                        "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+                        + "connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+                    .init("X-Content-Type-Options")!: "nosniff",
+                    .init("Referrer-Policy")!: "no-referrer",
+                ]
+            )
+        ),
+    ]
+
+    /// The bytes of a resource file.
+    static func load(_ resource: String) throws -> ByteBuffer {
+        let name = (resource as NSString).deletingPathExtension
+        let ext = (resource as NSString).pathExtension
+        guard let url = Bundle.module.url(forResource: name, withExtension: ext, subdirectory: "Resources") else {
+            throw StatusError(.internalError, "resource \(resource) is missing from the bundle")
+        }
+        return ByteBuffer(bytes: try Data(contentsOf: url))
+    }
+
+    func register(on router: Router<some RequestContext>) throws {
+        for (path, file) in Self.files {
+            let body = try Self.load(file.resource)
+            var headers: HTTPFields = [.contentType: file.contentType, .cacheControl: "no-cache"]
+            headers.append(contentsOf: file.extraHeaders)
+            let fixedHeaders = headers
+            router.get(RouterPath(path)) { _, _ in
+                Response(status: .ok, headers: fixedHeaders, body: .init(byteBuffer: body))
+            }
+        }
+    }
+}

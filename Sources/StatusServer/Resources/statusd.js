@@ -1,0 +1,371 @@
+// statusd browser client: one ES module, no dependencies.
+//
+//   import { StatusClient } from "https://status.example.com/client/statusd.js";
+//   const client = new StatusClient({ token, deviceId: "web-1" });
+//   client.on("statusChanged", (statuses) => render(statuses));
+//   await client.connect();
+//   await client.subscribeUserStatus(["bob", "carol"]);
+//
+// The socket is the device WebSocket of SPEC §7 (`GET /v1/connect`). The client heartbeats at the interval the
+// welcome names, reconnects with jittered exponential backoff after any loss it did not ask for, and passes the
+// welcome's `resume` token back on reconnect so the server can send what changed while it was away.
+
+/**
+ * @typedef {"ios"|"android"|"ipad"|"web"|"windows"|"macos"|"linux"|"other"} Platform
+ * @typedef {"online"|"offline"|"unlogined"} StatusType
+ * @typedef {{deviceId: string, platform: Platform}} OnlineDevice
+ * @typedef {{userId: string, statusType: StatusType, customStatus?: string, lastActiveAt?: number, version: number,
+ *   onlineDevices?: OnlineDevice[]}} UserStatus
+ * @typedef {{userId: string, code: string}} UserFailure
+ * @typedef {{statuses: UserStatus[], failures: UserFailure[]}} StatusQueryResult
+ * @typedef {{subscribed: string[], evicted: string[], failures: UserFailure[]}} SubscribeResult
+ * @typedef {{unsubscribed: string[]}} UnsubscribeResult
+ * @typedef {{event: "welcome", userId: string, deviceId: string, heartbeatSeconds: number, status: UserStatus,
+ *   resume?: string}} Welcome
+ * @typedef {"idle"|"connecting"|"open"|"reconnecting"|"closed"} ConnectionState
+ *
+ * @typedef {object} StatusClientOptions
+ * @property {string | (() => string | Promise<string>)} token A user token, or a function returning a fresh one
+ *   (called before every connect, so an expiring token can be renewed by the app's backend).
+ * @property {string} deviceId 1–64 chars of `A-Z a-z 0-9 _ -`; the same id on reconnect replaces the old socket.
+ * @property {Platform} [platform] Default `"web"`.
+ * @property {string} [presence] `"subscriptions"` (default), `"friends"`, `"all"` or `"roles:a,b"`.
+ * @property {string} [url] The server's base URL; default: where this module was loaded from.
+ * @property {boolean} [reconnect] Reconnect after losses the app did not ask for (default true).
+ * @property {number} [minReconnectDelayMs] First backoff ceiling (default 500).
+ * @property {number} [maxReconnectDelayMs] Largest backoff ceiling (default 30000).
+ * @property {number} [requestTimeoutMs] How long a request waits for its reply (default 10000).
+ * @property {typeof WebSocket} [WebSocket] A WebSocket implementation (default the global one).
+ */
+
+/** An error reply of statusd, or a request that could not be answered (`DISCONNECTED`, `TIMEOUT`). */
+export class StatusError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   * @param {number} [retryAfterMs]
+   */
+  constructor(code, message, retryAfterMs) {
+    super(`${code}: ${message}`);
+    this.name = "StatusError";
+    this.code = code;
+    this.retryAfterMs = retryAfterMs;
+  }
+}
+
+/**
+ * A device connection to statusd.
+ *
+ * Events (`on(name, callback)`):
+ * - `welcome` (welcome): every (re)connect, after the server admitted the device;
+ * - `statusChanged` (statuses, event): `onUserStatusChanged`; statuses older than one already seen are dropped;
+ * - `kicked` (reason): the server closed the device (`loginPolicy`, `tooManyDevices`, ...); no reconnect follows;
+ * - `state` (state): `connecting`, `open`, `reconnecting`, `closed`;
+ * - `reconnecting` ({attempt, delayMs}): a reconnect is scheduled;
+ * - `error` (error): a connect attempt failed.
+ */
+export class StatusClient {
+  /** @param {StatusClientOptions} options */
+  constructor(options) {
+    if (!options || !options.token || !options.deviceId) throw new TypeError("token and deviceId are required");
+    this.options = {
+      platform: "web",
+      reconnect: true,
+      minReconnectDelayMs: 500,
+      maxReconnectDelayMs: 30000,
+      requestTimeoutMs: 10000,
+      ...options,
+    };
+    /** @type {ConnectionState} */
+    this.state = "idle";
+    /** @type {Welcome | null} */
+    this.welcome = null;
+    /** The resume token of the last welcome, sent back on the next connect. */
+    this.resumeToken = null;
+    this._listeners = new Map();
+    this._pending = new Map();
+    this._nextId = 1;
+    this._versions = new Map();
+    this._attempt = 0;
+    this._socket = null;
+    this._heartbeatTimer = null;
+    this._reconnectTimer = null;
+    this._wanted = false;
+    this._connecting = null;
+  }
+
+  /**
+   * Registers a callback; returns a function that removes it.
+   * @param {"welcome"|"statusChanged"|"kicked"|"state"|"reconnecting"|"error"} name
+   * @param {(...args: any[]) => void} callback
+   */
+  on(name, callback) {
+    if (!this._listeners.has(name)) this._listeners.set(name, new Set());
+    this._listeners.get(name).add(callback);
+    return () => this._listeners.get(name).delete(callback);
+  }
+
+  /**
+   * Opens the connection; resolves with the first welcome (failed attempts are retried with backoff meanwhile, unless
+   * `reconnect` is off). Later losses reconnect on their own until `close()`.
+   * @returns {Promise<Welcome>}
+   */
+  connect() {
+    this._wanted = true;
+    if (this.state === "open" && this.welcome) return Promise.resolve(this.welcome);
+    if (this._connecting) return this._connecting;
+    this._connecting = new Promise((resolve, reject) => {
+      this._firstConnect = { resolve, reject };
+    });
+    this._open();
+    return this._connecting;
+  }
+
+  /** Closes the socket and stops reconnecting. The device goes away as a drop (offline), not a logout. */
+  close() {
+    this._wanted = false;
+    clearTimeout(this._reconnectTimer);
+    this._stopHeartbeat();
+    if (this._socket) this._socket.close(1000, "client closed");
+    this._setState("closed");
+  }
+
+  /**
+   * setSelfStatus: sets (or with `""`/`null` clears) the user's custom status.
+   * @param {string | null} customStatus
+   * @returns {Promise<UserStatus>}
+   */
+  setSelfStatus(customStatus) {
+    return this.request("setSelfStatus", { customStatus });
+  }
+
+  /**
+   * getUserStatus of the given users (others need premium + statusQuery).
+   * @param {string[]} userIds
+   * @returns {Promise<StatusQueryResult>}
+   */
+  getUserStatus(userIds) {
+    return this.request("getUserStatus", { userIds });
+  }
+
+  /**
+   * subscribeUserStatus: the users' changes arrive as `statusChanged` on every device of this user.
+   * @param {string[]} userIds
+   * @returns {Promise<SubscribeResult>}
+   */
+  subscribeUserStatus(userIds) {
+    return this.request("subscribeUserStatus", { userIds });
+  }
+
+  /**
+   * unsubscribeUserStatus; without ids, every subscription goes.
+   * @param {string[]} [userIds]
+   * @returns {Promise<UnsubscribeResult>}
+   */
+  unsubscribeUserStatus(userIds) {
+    return this.request("unsubscribeUserStatus", userIds ? { userIds } : {});
+  }
+
+  /** An explicit heartbeat (the client sends them on its own while open). */
+  heartbeat() {
+    return this.request("heartbeat", {});
+  }
+
+  /**
+   * Logs this device out (the user becomes `unlogined` if it was their last device) and stops reconnecting.
+   * @returns {Promise<UserStatus>}
+   */
+  async logout() {
+    this._wanted = false;
+    try {
+      return await this.request("logout", {});
+    } finally {
+      this.close();
+    }
+  }
+
+  /**
+   * Sends one request frame and resolves with its `result` (rejects with a StatusError).
+   * @param {string} op
+   * @param {object} fields
+   */
+  request(op, fields) {
+    const socket = this._socket;
+    if (!socket || this.state !== "open") {
+      return Promise.reject(new StatusError("DISCONNECTED", "not connected"));
+    }
+    const id = String(this._nextId++);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this._pending.delete(id);
+        reject(new StatusError("TIMEOUT", `no reply to ${op} within ${this.options.requestTimeoutMs} ms`));
+      }, this.options.requestTimeoutMs);
+      this._pending.set(id, { resolve, reject, timer });
+      socket.send(JSON.stringify({ id, op, ...fields }));
+    });
+  }
+
+  // ---- internals
+
+  async _open() {
+    clearTimeout(this._reconnectTimer);
+    this._setState(this._attempt === 0 ? "connecting" : "reconnecting");
+    let token;
+    try {
+      token = typeof this.options.token === "function" ? await this.options.token() : this.options.token;
+    } catch (error) {
+      this._emit("error", error);
+      this._scheduleReconnect();
+      return;
+    }
+    if (!this._wanted) return;
+    const url = this._url(token);
+    const Socket = this.options.WebSocket || globalThis.WebSocket;
+    const socket = new Socket(url);
+    this._socket = socket;
+    let welcomed = false;
+    socket.onmessage = (message) => {
+      let frame;
+      try {
+        frame = JSON.parse(message.data);
+      } catch {
+        return;
+      }
+      if (frame.event === "welcome") {
+        welcomed = true;
+        this._onWelcome(frame);
+      } else {
+        this._onFrame(frame);
+      }
+    };
+    socket.onclose = (event) => {
+      if (this._socket !== socket) return;
+      this._socket = null;
+      this._stopHeartbeat();
+      this._failPending(new StatusError("DISCONNECTED", "the connection closed"));
+      if (!welcomed) this._emit("error", new StatusError("CONNECT_FAILED", `connect refused or lost (close code ${event.code})`));
+      if (this._kicked || !this._wanted || !this.options.reconnect) {
+        if (this._firstConnect && !welcomed) {
+          this._firstConnect.reject(new StatusError("CONNECT_FAILED", "could not connect"));
+          this._firstConnect = null;
+          this._connecting = null;
+        }
+        this._setState("closed");
+        return;
+      }
+      this._scheduleReconnect();
+    };
+  }
+
+  _url(token) {
+    const base = new URL(this.options.url || new URL("/", import.meta.url).href);
+    base.protocol = base.protocol === "https:" || base.protocol === "wss:" ? "wss:" : "ws:";
+    const url = new URL("/v1/connect", base);
+    url.searchParams.set("deviceId", this.options.deviceId);
+    url.searchParams.set("platform", this.options.platform);
+    if (this.options.presence) url.searchParams.set("presence", this.options.presence);
+    url.searchParams.set("token", token);
+    if (this.resumeToken) url.searchParams.set("resume", this.resumeToken);
+    return url.href;
+  }
+
+  _onWelcome(welcome) {
+    this.welcome = welcome;
+    this._kicked = false;
+    if (typeof welcome.resume === "string") this.resumeToken = welcome.resume;
+    this._attempt = 0;
+    if (welcome.status) this._fresh(welcome.status);
+    this._setState("open");
+    this._startHeartbeat(welcome.heartbeatSeconds);
+    this._emit("welcome", welcome);
+    if (this._firstConnect) {
+      this._firstConnect.resolve(welcome);
+      this._firstConnect = null;
+      this._connecting = null;
+    }
+  }
+
+  _onFrame(frame) {
+    if (frame.id !== undefined && frame.id !== null && this._pending.has(String(frame.id))) {
+      const pending = this._pending.get(String(frame.id));
+      this._pending.delete(String(frame.id));
+      clearTimeout(pending.timer);
+      if (frame.ok) {
+        pending.resolve(frame.result);
+      } else {
+        const error = frame.error || {};
+        pending.reject(new StatusError(error.code || "UNKNOWN", error.message || "", error.retryAfterMs));
+      }
+      return;
+    }
+    if (frame.event === "onUserStatusChanged" && Array.isArray(frame.statuses)) {
+      const fresh = frame.statuses.filter((status) => this._fresh(status));
+      if (fresh.length > 0) this._emit("statusChanged", fresh, frame);
+    } else if (frame.event === "kicked") {
+      this._kicked = true;
+      this._emit("kicked", frame.reason);
+    }
+  }
+
+  /** Whether a status is not older than the newest seen of its user (an equal version may list other devices). */
+  _fresh(status) {
+    const known = this._versions.get(status.userId);
+    if (known !== undefined && status.version < known) return false;
+    this._versions.set(status.userId, status.version);
+    return true;
+  }
+
+  _startHeartbeat(seconds) {
+    this._stopHeartbeat();
+    const interval = Math.max(1, Number(seconds) || 30) * 1000;
+    this._heartbeatTimer = setInterval(() => {
+      // A heartbeat that gets no reply means the path is dead even if the socket looks open: drop it and reconnect.
+      this.heartbeat().catch((error) => {
+        if (error.code === "TIMEOUT" && this._socket) this._socket.close(4000, "heartbeat timeout");
+      });
+    }, interval);
+  }
+
+  _stopHeartbeat() {
+    clearInterval(this._heartbeatTimer);
+    this._heartbeatTimer = null;
+  }
+
+  _scheduleReconnect() {
+    const ceiling = Math.min(this.options.maxReconnectDelayMs, this.options.minReconnectDelayMs * 2 ** this._attempt);
+    // Half fixed, half random ("equal jitter"): spreads the reconnects of many clients after a server restart.
+    const delayMs = Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+    this._attempt += 1;
+    this._setState("reconnecting");
+    this._emit("reconnecting", { attempt: this._attempt, delayMs });
+    this._reconnectTimer = setTimeout(() => {
+      if (this._wanted) this._open();
+    }, delayMs);
+  }
+
+  _failPending(error) {
+    for (const pending of this._pending.values()) {
+      clearTimeout(pending.timer);
+      pending.reject(error);
+    }
+    this._pending.clear();
+  }
+
+  _setState(state) {
+    if (this.state === state) return;
+    this.state = state;
+    this._emit("state", state);
+  }
+
+  _emit(name, ...args) {
+    for (const callback of this._listeners.get(name) || []) {
+      try {
+        callback(...args);
+      } catch (error) {
+        setTimeout(() => {
+          throw error;
+        });
+      }
+    }
+  }
+}

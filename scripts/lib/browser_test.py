@@ -1,0 +1,331 @@
+"""Drives the admin console and the browser client in headless Chromium (Debian's chromium + chromium-driver) against
+a live statusd; run by scripts/test-browser, which starts statusd and Redis and passes their address.
+
+Each check prints "ok <what>" or raises; screenshots of the console go to the directory given with --screenshots.
+"""
+
+import argparse
+import http.server
+import json
+import os
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--url", required=True)
+parser.add_argument("--admin-key", required=True)
+parser.add_argument("--screenshots", default="docs")
+args = parser.parse_args()
+BASE = args.url.rstrip("/")
+
+
+def api(method, path, body=None, key=None):
+    """One HTTP call; returns (status, JSON body or None)."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key or args.admin_key}"}
+    request = urllib.request.Request(BASE + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            text = response.read()
+            return response.status, (json.loads(text) if text else None)
+    except urllib.error.HTTPError as error:
+        text = error.read()
+        return error.code, (json.loads(text) if text else None)
+
+
+def ok(message):
+    print(f"ok    {message}", flush=True)
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("CHROMIUM_BIN", "/usr/bin/chromium")
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1280,1000"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(os.environ.get("CHROMEDRIVER_BIN", "/usr/bin/chromedriver"))
+    return webdriver.Chrome(service=service, options=options)
+
+
+def text_of(driver, element_id):
+    return driver.find_element(By.ID, element_id).text
+
+
+def wait_text(driver, element_id, predicate, what, timeout=10):
+    try:
+        WebDriverWait(driver, timeout).until(lambda d: predicate(text_of(d, element_id)))
+    except Exception:
+        raise AssertionError(f"{what}: #{element_id} shows {text_of(driver, element_id)!r}")
+
+
+def set_value(driver, element_id, value):
+    element = driver.find_element(By.ID, element_id)
+    element.clear()
+    element.send_keys(value)
+
+
+def screenshot(driver, name):
+    """The whole page, as tall as it is."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1280, max(1000, height + 140))
+    driver.execute_script("window.scrollTo(0, 0)")
+    time.sleep(0.3)
+    driver.save_screenshot(os.path.join(args.screenshots, name))
+    driver.set_window_size(1280, 1000)
+
+
+def console_flow(driver):
+    wait = WebDriverWait(driver, 10)
+    driver.get(BASE + "/console")
+    # A wrong key is refused with the SPEC error, as returned.
+    set_value(driver, "admin-key", "not-the-key")
+    driver.find_element(By.ID, "login-button").click()
+    wait_text(driver, "login-error", lambda t: "UNAUTHORIZED" in t, "a wrong admin key is refused")
+    ok("console: a wrong admin key shows 401 UNAUTHORIZED")
+    set_value(driver, "admin-key", args.admin_key)
+    driver.find_element(By.ID, "login-button").click()
+    wait.until(EC.visibility_of_element_located((By.ID, "app-view")))
+    ok("console: signs in with the admin key")
+
+    # Create an app with a config; the API key is shown once; the app is listed and selected.
+    set_value(driver, "new-app-id", "console-demo")
+    set_value(driver, "new-app-config", '{"plan": "premium", "statusQuery": true}')
+    driver.find_element(By.ID, "create-button").click()
+    wait_text(driver, "create-result", lambda t: "sk_" in t, "the created app's API key is shown")
+    wait.until(lambda d: any(li.text == "console-demo" for li in d.find_elements(By.CSS_SELECTOR, "#app-list li")))
+    status, app = api("GET", "/v1/apps/console-demo")
+    assert status == 200 and app["config"]["plan"] == "premium" and app["config"]["statusQuery"] is True, app
+    ok("console: creates an app with a config, lists it and shows its API key once")
+    # Creating it again shows APP_EXISTS as statusd returns it.
+    set_value(driver, "new-app-id", "console-demo")
+    driver.find_element(By.ID, "create-button").click()
+    wait_text(driver, "create-error", lambda t: "409 APP_EXISTS" in t, "a duplicate app is refused")
+    ok("console: a duplicate appId shows 409 APP_EXISTS")
+
+    # A bad value: statusd's validation error is shown and nothing changes.
+    wait.until(lambda d: d.find_element(By.ID, "cfg-heartbeatTimeoutSeconds").get_attribute("value") == "400")
+    set_value(driver, "cfg-heartbeatTimeoutSeconds", "2")
+    driver.find_element(By.ID, "cfg-friendStatusNotify").click()
+    driver.find_element(By.ID, "save-config").click()
+    wait_text(driver, "config-error", lambda t: "400 INVALID_REQUEST" in t and "heartbeatTimeoutSeconds" in t, "a bad value is refused")
+    _, app = api("GET", "/v1/apps/console-demo")
+    assert app["config"]["heartbeatTimeoutSeconds"] == 400 and app["config"]["friendStatusNotify"] is False, app
+    ok(f"console: a bad flag value shows statusd's error ({text_of(driver, 'config-error')!r}) and changes nothing")
+    screenshot(driver, "console-error.png")
+
+    # A good change is saved and read back.
+    set_value(driver, "cfg-heartbeatTimeoutSeconds", "60")
+    set_value(driver, "cfg-allowedOrigins", "https://chat.example.com")
+    driver.find_element(By.ID, "save-config").click()
+    wait_text(driver, "config-saved", lambda t: "Saved" in t, "a valid change is saved")
+    _, app = api("GET", "/v1/apps/console-demo")
+    config = app["config"]
+    assert config["heartbeatTimeoutSeconds"] == 60 and config["friendStatusNotify"] is True, config
+    assert config["allowedOrigins"] == ["https://chat.example.com"], config
+    ok("console: changed flags (heartbeatTimeoutSeconds, friendStatusNotify, allowedOrigins) are saved")
+    return app
+
+
+def watch_flow(driver, api_key):
+    """The console watches alice through the browser client and sees her changes made elsewhere."""
+    wait = WebDriverWait(driver, 10)
+    # The console's own page is not an allowed origin now: its WebSocket is refused (403) and the console says so.
+    for user in ("alice", "bob"):
+        assert api("PUT", f"/v1/apps/console-demo/users/{user}", {"name": user.title()}, key=api_key)[0] == 200
+    set_value(driver, "watch-users", "alice, bob")
+    driver.find_element(By.ID, "watch-button").click()
+    wait_text(driver, "watch-error", lambda t: "CONNECT_FAILED" in t, "a page of a disallowed origin cannot connect", timeout=15)
+    ok("browser client: a page whose origin the app does not allow is refused")
+    status, _ = api("PATCH", "/v1/apps/console-demo/config", {"allowedOrigins": [BASE]})
+    assert status == 200
+    driver.find_element(By.ID, "watch-button").click()
+    wait_text(driver, "watch-state", lambda t: t == "client: open", "the client connects", timeout=15)
+    row = lambda user, field: driver.find_element(By.CSS_SELECTOR, f'tr[data-user="{user}"] td[data-field="{field}"]').text
+    wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, 'tr[data-user="alice"]')) == 1)
+    assert row("alice", "statusType") == "unlogined", row("alice", "statusType")
+    ok("browser client: the console connects as a watcher, subscribes and shows alice unlogined")
+
+    # alice comes online on a device driven by the backend, then sets a custom status: both reach the page as events.
+    assert api("POST", "/v1/apps/console-demo/users/alice/devices/phone-1/login", {"platform": "ios"}, key=api_key)[0] == 200
+    wait.until(lambda d: row("alice", "statusType") == "online")
+    assert api("PUT", "/v1/apps/console-demo/users/alice/status", {"customStatus": "in a meeting"}, key=api_key)[0] == 200
+    wait.until(lambda d: row("alice", "customStatus") == "in a meeting")
+    ok("browser client: alice's login and custom status (made through the server API) arrive on the page as events")
+
+    # The live counts: the console's own socket is a connected device; alice and the watcher are online.
+    wait_text(driver, "stat-devices", lambda t: t == "1", "connected devices")
+    wait_text(driver, "stat-online", lambda t: t == "2", "online users")
+    wait_text(driver, "stat-events", lambda t: t not in ("–", "…"), "events/s", timeout=10)
+    ok(f"console: live counts shown (devices {text_of(driver, 'stat-devices')}, online {text_of(driver, 'stat-online')})")
+    # Selecting the app again reloads its config (changed above through the API) and clears the earlier messages.
+    driver.find_element(By.CSS_SELECTOR, '#app-list li[data-app="console-demo"]').click()
+    wait.until(lambda d: d.find_element(By.ID, "cfg-allowedOrigins").get_attribute("value") == BASE)
+    driver.execute_script("for (const id of ['create-error', 'create-result']) document.getElementById(id).hidden = true")
+    driver.find_element(By.ID, "new-app-id").clear()
+    wait_text(driver, "stat-events", lambda t: t not in ("–", "…"), "events/s after reselecting", timeout=10)
+    screenshot(driver, "console.png")
+
+
+def client_flow(driver, api_key):
+    """The browser client on its own: typed helpers, events from another user, reconnect after a dropped socket."""
+    assert api("PUT", "/v1/apps/console-demo/users/carol", {}, key=api_key)[0] == 200
+    _, minted = api("POST", "/v1/apps/console-demo/users/bob/tokens", {"ttlSeconds": 600}, key=api_key)
+    driver.set_script_timeout(30)
+    result = driver.execute_async_script(
+        """
+        const [token, done] = [arguments[0], arguments[arguments.length - 1]];
+        import("/client/statusd.js").then(async ({ StatusClient }) => {
+          const log = { welcomes: 0, states: [], events: [] };
+          // Records the URL of every socket the client opens (to see what it sends on reconnect); nothing else changes.
+          window.bobUrls = [];
+          const RecordingSocket = class extends WebSocket {
+            constructor(url, protocols) { super(url, protocols); window.bobUrls.push(url); }
+          };
+          const client = new StatusClient({ token, deviceId: "bob-web", minReconnectDelayMs: 100, WebSocket: RecordingSocket });
+          client.on("welcome", (w) => { (window.bobWelcomes ||= []).push(w); });
+          client.on("welcome", () => { log.welcomes += 1; });
+          client.on("state", (s) => log.states.push(s));
+          client.on("statusChanged", (statuses) => statuses.forEach((s) => log.events.push([s.userId, s.customStatus || null])));
+          window.bobClient = client;
+          window.bobLog = log;
+          const welcome = await client.connect();
+          log.own = welcome.status.statusType;
+          log.subscribed = (await client.subscribeUserStatus(["carol"])).subscribed;
+          log.self = (await client.setSelfStatus("reviewing")).customStatus;
+          log.query = (await client.getUserStatus(["carol"])).statuses.map((s) => s.statusType);
+          log.heartbeat = (await client.heartbeat()).heartbeatSeconds;
+          try { await client.subscribeUserStatus(["bad id"]); } catch (e) { log.badId = e.code; }
+          done(log);
+        }).catch((e) => done({ error: String(e) }));
+        """,
+        minted["token"],
+    )
+    assert "error" not in result, result
+    assert result["own"] == "online" and result["subscribed"] == ["carol"] and result["self"] == "reviewing", result
+    assert result["query"] == ["unlogined"] and result["heartbeat"] > 0 and result["badId"] == "INVALID_USER_ID", result
+    ok("browser client: connect, subscribeUserStatus, setSelfStatus, getUserStatus, heartbeat and error codes")
+
+    assert api("PUT", "/v1/apps/console-demo/users/carol/status", {"customStatus": "lunch"}, key=api_key)[0] == 200
+    WebDriverWait(driver, 10).until(lambda d: ["carol", "lunch"] in d.execute_script("return window.bobLog.events"))
+    ok("browser client: another user's status change arrives as a statusChanged callback")
+
+    # The socket drops (not asked for by the app): the client reconnects with backoff and events flow again.
+    driver.execute_script("window.bobClient._socket.close(4001, 'test drop')")
+    WebDriverWait(driver, 15).until(lambda d: d.execute_script("return window.bobLog.welcomes") >= 2)
+    states = driver.execute_script("return window.bobLog.states")
+    assert "reconnecting" in states and states[-1] == "open", states
+    # SPEC §7 resume: the token of the welcome before the drop goes back on the reconnect (when the server sends one).
+    urls, welcomes = driver.execute_script("return [window.bobUrls, window.bobWelcomes]")
+    first_resume = welcomes[0].get("resume")
+    reconnect_query = urllib.parse.parse_qs(urllib.parse.urlparse(urls[1]).query)
+    assert reconnect_query.get("resume") == ([first_resume] if first_resume else None), (first_resume, urls[1])
+    assert "resume" not in urllib.parse.parse_qs(urllib.parse.urlparse(urls[0]).query), urls[0]
+    assert api("PUT", "/v1/apps/console-demo/users/carol/status", {"customStatus": "back"}, key=api_key)[0] == 200
+    WebDriverWait(driver, 10).until(lambda d: ["carol", "back"] in d.execute_script("return window.bobLog.events"))
+    ok("browser client: reconnects after a dropped socket and keeps receiving events"
+       + (" (resume token sent back)" if first_resume else " (the welcome carries no resume token yet: none sent)"))
+
+    # A kick is final: the client reports it and does not reconnect.
+    assert api("POST", "/v1/apps/console-demo/users/bob/kick", {"deviceId": "bob-web"}, key=api_key)[0] == 200
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script("return window.bobClient.state") == "closed")
+    time.sleep(1)
+    assert driver.execute_script("return window.bobLog.welcomes") == 2
+    ok("browser client: a kick closes it for good (no reconnect)")
+
+
+APP_PAGE = """<!doctype html>
+<meta charset="utf-8"><title>an app using statusd</title>
+<ul id="events"></ul><p id="state"></p>
+<script type="module">
+  const params = new URLSearchParams(location.hash.slice(1));
+  const { StatusClient } = await import(params.get("server") + "/client/statusd.js");
+  const client = new StatusClient({ token: params.get("token"), deviceId: "app-page", url: params.get("server") });
+  client.on("state", (state) => { document.getElementById("state").textContent = state; });
+  client.on("statusChanged", (statuses) => {
+    for (const status of statuses) {
+      const item = document.createElement("li");
+      item.textContent = `${status.userId}: ${status.statusType} ${status.customStatus ?? ""}`.trim();
+      document.getElementById("events").append(item);
+    }
+  });
+  await client.connect();
+  await client.subscribeUserStatus(["carol"]);
+  document.getElementById("state").textContent = "subscribed";
+</script>
+"""
+
+
+class AppPage(http.server.BaseHTTPRequestHandler):
+    """Serves the page of an app on another origin than statusd's."""
+
+    def do_GET(self):
+        body = APP_PAGE.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_):
+        pass
+
+
+def app_page_flow(driver, api_key):
+    """An app's own page, on another origin, loads the client from statusd and receives another user's change."""
+    server = http.server.HTTPServer(("127.0.0.1", 0), AppPage)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        assert api("PATCH", "/v1/apps/console-demo/config", {"allowedOrigins": [BASE, origin]})[0] == 200
+        assert api("PUT", "/v1/apps/console-demo/users/dave", {}, key=api_key)[0] == 200
+        _, minted = api("POST", "/v1/apps/console-demo/users/dave/tokens", {"ttlSeconds": 600}, key=api_key)
+        driver.get(f"{origin}/app.html#server={BASE}&token={minted['token']}")
+        wait_text(driver, "state", lambda t: t == "subscribed", "the app page connects and subscribes", timeout=15)
+        assert api("PUT", "/v1/apps/console-demo/users/carol/status", {"customStatus": "from elsewhere"}, key=api_key)[0] == 200
+        wait_text(driver, "events", lambda t: "carol: unlogined from elsewhere" in t, "carol's change on the app page")
+        ok(f"browser client: a page of another origin ({origin}) imports it from statusd and receives another user's change")
+    finally:
+        server.shutdown()
+
+
+def main():
+    os.makedirs(args.screenshots, exist_ok=True)
+    driver = browser()
+    try:
+        app = console_flow(driver)
+        api_key = driver.execute_script("return sessionStorage.getItem('statusd.apiKey.console-demo')")
+        assert api_key and api_key.startswith("sk_"), api_key
+        watch_flow(driver, api_key)
+        client_flow(driver, api_key)
+        app_page_flow(driver, api_key)
+        # The deliberate refusals above (401, 409, 400, the refused WebSocket) are logged as network errors; any
+        # other error, a script error above all, fails the run.
+        errors = [
+            entry for entry in driver.get_log("browser")
+            if entry["level"] == "SEVERE" and entry.get("source") != "network" and "/v1/connect" not in entry["message"]
+        ]
+        assert not errors, f"errors in the browser console: {errors}"
+        ok("no script errors in the browser console")
+    except Exception:
+        driver.save_screenshot(os.path.join(os.environ.get("LIVE_DIR", "/tmp"), "browser-failure.png"))
+        raise
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as error:
+        print(f"FAIL  {error}", file=sys.stderr)
+        sys.exit(1)
