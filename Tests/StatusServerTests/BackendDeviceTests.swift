@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import RedisClient
 import StatusCore
 import Testing
 
@@ -182,6 +184,37 @@ import Testing
             #expect(alice["onlineDevices"].array.isEmpty)
             #expect(try await app.backendStatus("bob")["statusType"].string == "online")
         }
+    }
+
+    /// The sweep visits the apps of an index kept by backend logins; an app whose devices were stored before the index
+    /// existed is indexed once (by whichever node runs first), and a deleted app leaves the index.
+    @Test func theSweepFindsAppsThroughItsIndexAndDeletedAppsLeaveIt() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "backend-index-test"))
+        try await withStatusd { api in
+            let app = try await api.createApp(config: ["heartbeatTimeoutSeconds": 5])
+            try await app.createUsers(["alice"])
+            #expect(try await app.login("alice", "d1").status == 200)
+            #expect(try await redis.send("SISMEMBER", RedisKeys.backendApps, app.appId).int == 1)
+            // As if stored before the index existed: not in it, and the one-time indexing not done yet.
+            _ = try await redis.send("SREM", RedisKeys.backendApps, app.appId)
+            _ = try await redis.send("DEL", RedisKeys.backendAppsIndexed)
+            let deadline = ContinuousClock.now + .seconds(12)
+            var alice = try await app.backendStatus("alice")
+            while ContinuousClock.now < deadline, alice["statusType"].string == "online" {
+                try await Task.sleep(for: .milliseconds(500))
+                alice = try await app.backendStatus("alice")
+            }
+            #expect(alice["statusType"].string == "offline")
+            #expect(try await redis.send("SISMEMBER", RedisKeys.backendApps, app.appId).int == 1)
+            #expect(try await api.admin(.delete, "/v1/apps/\(app.appId)").status == 204)
+            var indexed = 1
+            for _ in 0..<40 where indexed == 1 {
+                try await Task.sleep(for: .milliseconds(250))
+                indexed = Int(try await redis.send("SISMEMBER", RedisKeys.backendApps, app.appId).int ?? 1)
+            }
+            #expect(indexed == 0)
+        }
+        await redis.close()
     }
 }
 

@@ -7,7 +7,8 @@ import StatusCore
 /// The node's periodic work, one loop for all sessions (no timer per socket):
 /// - every tick (`housekeepingInterval`, 500 ms by default), ends WebSocket sessions silent for longer than their app's
 ///   `heartbeatTimeoutSeconds` (their sockets then close within the close grace period, whatever the peer does);
-/// - every second, turns backend-driven devices without a heartbeat for that long offline;
+/// - every second, turns backend-driven devices without a heartbeat for that long offline (visiting only the apps that
+///   have such devices);
 /// - every third of a lease, renews the node's lease, files the devices of nodes whose lease expired, files its own
 ///   departures that could not be written, and, when it finds its own lease had expired (the node was stalled or cut
 ///   from Redis), files its live sessions online again (SPEC §9: a stalled node never leaves its users offline).
@@ -92,9 +93,17 @@ struct HousekeepingService: Service {
         }
     }
 
+    /// Visits only the apps that have backend-driven devices (an index kept by device login), so that the work does
+    /// not grow with the number of apps; an app that no longer exists leaves the index.
     private func sweepBackendDevices() async throws {
-        for appId in try await services.apps.allAppIds() {
-            guard let app = try await services.apps.find(appId) else { continue }
+        for appId in try await services.presence.appsWithBackendDevices() {
+            guard let app = try await services.apps.find(appId) else {
+                // Deleted (its heartbeats went with it); an appId created again re-enters on its first backend login.
+                if try await services.redis.send("ZCARD", RedisKeys(appId: appId).heartbeats).int == 0 {
+                    _ = try await services.redis.send("SREM", RedisKeys.backendApps, appId)
+                }
+                continue
+            }
             _ = try await services.presence.sweepBackendDevices(app: app)
         }
     }

@@ -58,7 +58,10 @@ struct PresenceOperations: Sendable {
         let result = connected.write
         let keys = RedisKeys(appId: app.appId)
         if kind == .backend {
-            _ = try await redis.send("ZADD", keys.heartbeats, String(WallClock.nowMs()), Self.member(userId, deviceId))
+            _ = try await redis.pipeline([
+                ["ZADD", keys.heartbeats, String(WallClock.nowMs()), Self.member(userId, deviceId)],
+                ["SADD", RedisKeys.backendApps, app.appId],
+            ])
         }
         await closeKicked(connected.kicked, app: app, userId: userId, statusType: result.reply.status.statusType)
         if let replaced = connected.replaced, replaced.connection != connection, replaced.kind == .webSocket {
@@ -160,6 +163,19 @@ struct PresenceOperations: Sendable {
             )
         }
         return (result.removed.map(\.deviceId), result.reply.status)
+    }
+
+    /// The apps whose backend-driven devices the sweep visits. The first node to run this after an upgrade fills the
+    /// index from every app's heartbeats once; afterwards it costs one read whatever the number of apps. Deleted
+    /// apps are dropped from it by the caller.
+    func appsWithBackendDevices() async throws -> [String] {
+        if try await redis.send("SET", RedisKeys.backendAppsIndexed, "1", "NX").string == "OK" {
+            let all = try await redis.send("SMEMBERS", RedisKeys.apps).array?.compactMap(\.string) ?? []
+            for appId in all where try await redis.send("ZCARD", RedisKeys(appId: appId).heartbeats).int ?? 0 > 0 {
+                _ = try await redis.send("SADD", RedisKeys.backendApps, appId)
+            }
+        }
+        return try await redis.send("SMEMBERS", RedisKeys.backendApps).array?.compactMap(\.string) ?? []
     }
 
     /// Turns backend-driven devices of `app` silent for longer than `heartbeatTimeoutSeconds` offline.

@@ -28,6 +28,11 @@ struct RedisKeys: Sendable {
     static func apiKey(digest: String) -> String { "st:apikey:\(digest)" }
     /// The set of all appIds.
     static let apps = "st:apps"
+    /// The appIds that have (or had) backend-driven devices: the only apps the heartbeat sweep visits, so that a node's
+    /// background work does not grow with the number of apps. An app leaves it when it is deleted.
+    static let backendApps = "st:apps:backend"
+    /// Set once the index above was filled from every app's heartbeats (for data written before it existed).
+    static let backendAppsIndexed = "st:apps:backend:indexed"
     /// The appIds whose deletion may be unfinished (each has, or had, a ``deletionTombstone``), for the sweep that
     /// finishes them.
     static let deletingApps = "st:apps:deleting"
