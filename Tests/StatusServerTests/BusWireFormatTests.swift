@@ -44,6 +44,18 @@ import Testing
         #expect(change.hasPrefix(#"{"appId":"app","change":"devices","status":{"#))
     }
 
+    @Test func theAppOfAStatusChangeIsReadWithoutDecoding() throws {
+        let forged = UserStatus(userId: "u", statusType: .online, customStatus: #"","type":"status","appId":"victim"#, version: 1)
+        let swift = try JSONCoding.string(BusMessage.statusChanged(StatusChange(appId: "app-1", change: 1, role: nil, status: forged)))
+        #expect(BusMessage.statusChangeAppId(in: Array(swift.utf8)) == "app-1")
+        let lua = #"{"v":1,"type":"status","appId":"app_2","change":"status","status":{"userId":"u","statusType":"online","version":1,"onlineDevices":[]}}"#
+        #expect(BusMessage.statusChangeAppId(in: Array(lua.utf8)) == "app_2")
+        let relations = try JSONCoding.string(BusMessage.relationsChanged(appId: "app-1", userIds: ["status"]))
+        #expect(BusMessage.statusChangeAppId(in: Array(relations.utf8)) == nil)
+        let forgedRelations = try JSONCoding.string(BusMessage.relationsChanged(appId: "app-1", userIds: [#""type":"status""#]))
+        #expect(BusMessage.statusChangeAppId(in: Array(forgedRelations.utf8)) == nil)
+    }
+
     @Test func anotherVersionOrAnUnknownTypeIsRefused() {
         func decode(_ json: String) -> (any Error)? {
             do {

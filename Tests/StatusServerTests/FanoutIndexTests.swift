@@ -24,6 +24,22 @@ import Testing
         return StatusChange(appId: "app", change: StatusRepository.Change.status.rawValue, role: nil, status: status)
     }
 
+    @Test func anAppHasSessionsUntilItsLastOneLeaves() {
+        let index = FanoutIndex()
+        let first = session("a")
+        let second = DeviceSession(appId: "app", userId: "a", deviceId: "d2", platform: .ios, scope: .subscriptions, eventLoop: loop)
+        #expect(!index.hasSessions(ofApp: "app"))
+        index.add(first)
+        index.add(second)
+        #expect(index.hasSessions(ofApp: "app"))
+        #expect(!index.hasSessions(ofApp: "other"))
+        index.remove(first)
+        index.remove(first)
+        #expect(index.hasSessions(ofApp: "app"))
+        index.remove(second)
+        #expect(!index.hasSessions(ofApp: "app"))
+    }
+
     @Test func anOlderRelationshipLoadFinishingLaterDoesNotWin() {
         let index = FanoutIndex()
         let watcher = session("watcher")

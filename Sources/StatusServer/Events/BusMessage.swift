@@ -141,6 +141,31 @@ extension BusMessage: Codable {
     }
 }
 
+extension BusMessage {
+    /// The `appId` of a `status` message, read from the raw payload without decoding it, or nil for any other
+    /// payload. Inside a JSON string every quote is escaped, so the byte sequences `"type":"status"` and `"appId":"`
+    /// occur only as members of the envelope (a custom status cannot forge them), and appIds contain no escapes.
+    static func statusChangeAppId(in payload: [UInt8]) -> String? {
+        guard Self.find(Self.statusType, in: payload) != nil, let start = Self.find(Self.appIdKey, in: payload) else { return nil }
+        guard let end = payload[start...].firstIndex(of: UInt8(ascii: "\"")) else { return nil }
+        return String(decoding: payload[start..<end], as: UTF8.self)
+    }
+
+    private static let statusType = Array(#""type":"status""#.utf8)
+    private static let appIdKey = Array(#""appId":""#.utf8)
+
+    /// The index just past the first occurrence of `needle` in `bytes`.
+    private static func find(_ needle: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard bytes.count >= needle.count else { return nil }
+        var index = 0
+        while index + needle.count <= bytes.count {
+            if bytes[index] == needle[0], bytes[index..<index + needle.count].elementsEqual(needle) { return index + needle.count }
+            index += 1
+        }
+        return nil
+    }
+}
+
 extension StatusRepository.Change {
     /// The name of a change on the bus.
     var wireName: String? {

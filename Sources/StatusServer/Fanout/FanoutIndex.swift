@@ -15,6 +15,8 @@ final class FanoutIndex: Sendable {
         /// appId → role → sessions with a `roles:` scope naming it.
         var scopeRoles: [String: [String: [String: DeviceSession]]] = [:]
         var sessionCount = 0
+        /// appId → how many sessions of the app this node holds.
+        var sessionsPerApp: [String: Int] = [:]
         /// The last relationship load started (loads are numbered in the order they start).
         var loadSequence: UInt64 = 0
         /// target → the version of its status this node delivered last, for the resynchronisation after a gap.
@@ -31,6 +33,7 @@ final class FanoutIndex: Sendable {
             let first = state.users[key] == nil
             state.users[key, default: LocalUser()].sessions[session.connectionId] = session
             state.sessionCount += 1
+            state.sessionsPerApp[session.appId, default: 0] += 1
             switch session.scope {
             case .all:
                 state.scopeAll[session.appId, default: [:]][session.connectionId] = session
@@ -49,6 +52,8 @@ final class FanoutIndex: Sendable {
             let key = AppUser(appId: session.appId, userId: session.userId)
             guard state.users[key]?.sessions.removeValue(forKey: session.connectionId) != nil else { return }
             state.sessionCount -= 1
+            state.sessionsPerApp[session.appId, default: 1] -= 1
+            if state.sessionsPerApp[session.appId] == 0 { state.sessionsPerApp[session.appId] = nil }
             switch session.scope {
             case .all:
                 state.scopeAll[session.appId]?.removeValue(forKey: session.connectionId)
@@ -139,6 +144,11 @@ final class FanoutIndex: Sendable {
     /// Every session on this node.
     func allSessions() -> [DeviceSession] {
         state.withLock { state in state.users.values.flatMap { $0.sessions.values } }
+    }
+
+    /// Whether this node holds any session of the app (a status change of an app without one needs no decoding).
+    func hasSessions(ofApp appId: String) -> Bool {
+        state.withLock { $0.sessionsPerApp[appId] != nil }
     }
 
     /// How many sessions this node holds.
