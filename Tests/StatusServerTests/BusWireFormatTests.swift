@@ -48,7 +48,9 @@ import Testing
         let forged = UserStatus(userId: "u", statusType: .online, customStatus: #"","type":"status","appId":"victim"#, version: 1)
         let swift = try JSONCoding.string(BusMessage.statusChanged(StatusChange(appId: "app-1", change: 1, role: nil, status: forged)))
         #expect(BusMessage.statusChangeAppId(in: Array(swift.utf8)) == "app-1")
-        let lua = #"{"v":1,"type":"status","appId":"app_2","change":"status","status":{"userId":"u","statusType":"online","version":1,"onlineDevices":[]}}"#
+        let lua =
+            #"{"v":1,"type":"status","appId":"app_2","change":"status","#
+            + #""status":{"userId":"u","statusType":"online","version":1,"onlineDevices":[]}}"#
         #expect(BusMessage.statusChangeAppId(in: Array(lua.utf8)) == "app_2")
         let relations = try JSONCoding.string(BusMessage.relationsChanged(appId: "app-1", userIds: ["status"]))
         #expect(BusMessage.statusChangeAppId(in: Array(relations.utf8)) == nil)
