@@ -104,10 +104,18 @@ let package = Package(
             dependencies: ["StatusCore"],
             swiftSettings: swiftSettings
         ),
+        // Starts private Redis Clusters for the tests of the client and of the service (not a product).
+        .target(
+            name: "RedisTestSupport",
+            dependencies: ["RedisClient"],
+            path: "Tests/RedisTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "RedisClientTests",
             dependencies: [
                 "RedisClient",
+                "RedisTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -119,6 +127,7 @@ let package = Package(
             dependencies: [
                 "StatusServer",
                 "RedisClient",
+                "RedisTestSupport",
                 "StatusCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

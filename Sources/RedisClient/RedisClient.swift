@@ -3,17 +3,46 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 
-/// A pool of pipelined connections. Safe to share across tasks.
+/// A Redis client for one server or a Redis Cluster, with pools of pipelined connections. Safe to share across tasks.
 ///
-/// The pool holds `poolSize` connections, opened lazily; calls are spread over them round-robin, and each connection
-/// carries many commands at once, matched to their replies in order. See ``RedisConfiguration`` for timeouts and
-/// bounds, and ``RedisClientError`` for how failures are reported.
+/// The first call asks the configured server for `CLUSTER SLOTS`. A server without cluster support is used alone, as a
+/// pool of `poolSize` connections. A cluster node makes the client a cluster client: each command goes to the master
+/// of its keys' hash slot (``RedisCommandRoute``), over that master's own pool; `MOVED` updates the slot map and
+/// resends, `ASK` resends once with `ASKING`, `TRYAGAIN` retries shortly, and a connection failure or `CLUSTERDOWN`
+/// re-reads the map from any reachable node (so a promoted replica takes over) and fails the call as unavailable: a
+/// command whose fate is unknown is never sent twice. See ``RedisConfiguration`` for timeouts and bounds, and
+/// ``RedisClientError`` for how failures are reported.
 ///
 /// Run it in a `ServiceGroup` (it closes its connections on graceful shutdown), or call ``close()`` when done.
 public final class RedisClient: Sendable, Service {
+    /// Whether the server is a cluster node, once known.
+    enum Mode: Sendable {
+        case unknown
+        case single
+        case cluster
+    }
+
+    private struct Routing: Sendable {
+        var mode = Mode.unknown
+        var topology = RedisClusterTopology()
+        var pools: [RedisConfiguration.Endpoint: RedisNodePool] = [:]
+        var lastRefresh: NIODeadline?
+        var isRefreshing = false
+        var rotation = 0
+    }
+
+    /// How many redirections one command may follow before it fails.
+    static let maxRedirections = 5
+    /// How many times a command refused with `TRYAGAIN` (its keys are split between two masters for the moment of a
+    /// migration) is sent again, 10 ms more apart each time up to 100 ms: about 1 s in all.
+    static let maxTryAgains = 15
+    /// The least time between two reads of the slot map.
+    static let refreshInterval = TimeAmount.milliseconds(200)
+
     private let configuration: RedisConfiguration
-    private let slots: [RedisConnectionSlot]
-    private let nextSlotIndex = LockedValue(0)
+    private let eventLoopGroup: any EventLoopGroup
+    private let seed: RedisNodePool
+    private let routing: LockedValue<Routing>
     private let logger: Logger
 
     /// Creates a client; no connection is opened until the first call.
@@ -23,10 +52,10 @@ public final class RedisClient: Sendable, Service {
         logger: Logger
     ) {
         self.configuration = configuration
+        self.eventLoopGroup = eventLoopGroup
         self.logger = logger
-        self.slots = (0..<max(1, configuration.poolSize)).map { _ in
-            RedisConnectionSlot(eventLoop: eventLoopGroup.next(), configuration: configuration, logger: logger)
-        }
+        self.seed = RedisNodePool(configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger)
+        self.routing = LockedValue(Routing(pools: [configuration.endpoint: self.seed]))
     }
 
     /// Sends one command; an error reply is thrown as `.server`.
@@ -43,22 +72,23 @@ public final class RedisClient: Sendable, Service {
         try await self.send(arguments)
     }
 
-    /// Writes all commands in one flush on one connection; error replies come back as `.error` values, not thrown.
+    /// Sends all commands in one flush per server (one connection each); error replies come back as `.error` values,
+    /// not thrown. On a cluster the commands are grouped by master, the groups sent at once, and the replies put back
+    /// in order; commands of one slot keep their order.
     public func pipeline(_ commands: [[String]]) async throws -> [RedisValue] {
         guard !commands.isEmpty else {
             return []
         }
-        var bytes = ByteBufferAllocator().buffer(capacity: 64 * commands.count)
         for command in commands {
             guard !command.isEmpty else {
                 throw RedisClientError(kind: .protocolError, message: "a pipelined command has no arguments")
             }
-            RedisCommandEncoder.encode(command, into: &bytes)
+            RedisCommandRoute.assertOneSlot(command)
         }
-        let slot = self.nextSlot()
-        let promise = slot.eventLoop.makePromise(of: [RedisValue].self)
-        slot.submit(RedisRequest(bytes: bytes, response: .multiple(count: commands.count, promise)))
-        return try await promise.futureResult.get()
+        guard try await self.isCluster() else {
+            return try await self.seed.pipeline(Self.encode(commands), count: commands.count)
+        }
+        return try await self.clusterPipeline(commands)
     }
 
     /// EVALSHA with the script's SHA1; on a NOSCRIPT error, SCRIPT LOAD once and retry once.
@@ -68,7 +98,7 @@ public final class RedisClient: Sendable, Service {
             return try await self.send(command)
         } catch let error as RedisClientError where error.kind == .server && error.message.hasPrefix("NOSCRIPT") {
             self.logger.info("Redis script not loaded, loading it", metadata: ["script": "\(script.name)"])
-            try await self.load(script)
+            try await self.loadScripts([script])
             return try await self.send(command)
         }
     }
@@ -81,18 +111,78 @@ public final class RedisClient: Sendable, Service {
         let replies = try await self.pipeline(all)
         guard case .error(let message) = replies.first, message.hasPrefix("NOSCRIPT") else { return replies }
         self.logger.info("Redis script not loaded, loading it", metadata: ["script": "\(script.name)"])
-        try await self.load(script)
+        try await self.loadScripts([script])
         return try await self.pipeline(all)
     }
 
-    /// SCRIPT LOAD each script (used at start-up; failure is not fatal to the caller's design).
-    ///
-    /// All scripts go in one pipeline; the first refusal is thrown as `.server`.
+    /// SCRIPT LOAD each script, on every master of a cluster; the first refusal is thrown as `.server`.
     public func loadScripts(_ scripts: [RedisScript]) async throws {
-        let replies = try await self.pipeline(scripts.map { ["SCRIPT", "LOAD", $0.source] })
-        for (script, reply) in zip(scripts, replies) {
-            try self.checkLoaded(script, reply: reply)
+        let commands = scripts.map { ["SCRIPT", "LOAD", $0.source] }
+        for pool in try await self.masterPools() {
+            let replies = try await pool.pipeline(Self.encode(commands), count: commands.count)
+            for (script, reply) in zip(scripts, replies) {
+                try self.checkLoaded(script, reply: reply)
+            }
         }
+    }
+
+    /// Calls `body` with each batch of key names matching `pattern`, from `SCAN` on the server or on every master of a
+    /// cluster. A key may be reported more than once (as `SCAN` may); keys created during the scan may be missed.
+    public func scanKeys(matching pattern: String, count: Int = 1000, _ body: ([String]) async throws -> Void) async throws {
+        for pool in try await self.masterPools() {
+            var cursor = "0"
+            repeat {
+                let reply = try await pool.send(Self.encode([["SCAN", cursor, "MATCH", pattern, "COUNT", String(count)]]))
+                if case .error(let message) = reply {
+                    throw RedisClientError(kind: .server, message: message)
+                }
+                guard let parts = reply.array, parts.count == 2, let next = parts[0].string else {
+                    throw RedisClientError(kind: .protocolError, message: "SCAN answered with an unknown shape")
+                }
+                cursor = next
+                let keys = parts[1].array?.compactMap(\.string) ?? []
+                if !keys.isEmpty {
+                    try await body(keys)
+                }
+            } while cursor != "0"
+        }
+    }
+
+    /// Whether the server is a Redis Cluster node (asked once, on first use).
+    public func isCluster() async throws -> Bool {
+        switch self.routing.withLock({ $0.mode }) {
+        case .single: return false
+        case .cluster: return true
+        case .unknown: return try await self.detectMode()
+        }
+    }
+
+    /// The master serving `slot` on a cluster (the configured server otherwise): where a shard channel of that slot is
+    /// subscribed to.
+    public func endpoint(ofSlot slot: Int) async throws -> RedisConfiguration.Endpoint {
+        guard try await self.isCluster() else { return self.configuration.endpoint }
+        return try await self.pool(for: .slot(slot)).endpoint
+    }
+
+    /// The masters that serve slots (the configured server alone when it is not a cluster).
+    public func masterEndpoints() async throws -> [RedisConfiguration.Endpoint] {
+        try await self.masterPools().map(\.endpoint)
+    }
+
+    /// This client's configuration with another endpoint: how to reach one node of the cluster.
+    public func configuration(for endpoint: RedisConfiguration.Endpoint) -> RedisConfiguration {
+        var configuration = self.configuration
+        if endpoint != configuration.endpoint {
+            configuration.endpoint = endpoint
+            configuration.database = 0
+        }
+        return configuration
+    }
+
+    /// Reads the slot map again, now (at most once per ``refreshInterval``): after a subscriber saw its slot move.
+    public func refreshTopology() async {
+        guard self.routing.withLock({ $0.mode }) == .cluster else { return }
+        await self.refreshTopologyThrottled()
     }
 
     /// ServiceLifecycle: waits for graceful shutdown, then closes every connection.
@@ -104,15 +194,229 @@ public final class RedisClient: Sendable, Service {
 
     /// Closes every connection; in-flight calls fail with .connectionClosed.
     public func close() async {
-        let closed = self.slots.map { $0.close() }
-        for future in closed {
-            try? await future.get()
+        let pools = self.routing.withLock { Array($0.pools.values) }
+        for pool in pools {
+            await pool.close()
         }
     }
 
-    private func load(_ script: RedisScript) async throws {
-        let reply = try await self.send(["SCRIPT", "LOAD", script.source])
-        try self.checkLoaded(script, reply: reply)
+    // MARK: - Single server or cluster
+
+    private func detectMode() async throws -> Bool {
+        let reply = try await self.seed.send(Self.encode([["CLUSTER", "SLOTS"]]))
+        guard case .array = reply else {
+            // "ERR This instance has cluster support disabled" (or a server that does not know the command).
+            return self.routing.withLock { routing in
+                if routing.mode == .unknown { routing.mode = .single }
+                return routing.mode == .cluster
+            }
+        }
+        self.apply(try RedisClusterTopology(clusterSlots: reply, fallbackHost: self.seedHost))
+        return true
+    }
+
+    private var seedHost: String {
+        if case .tcp(let host, _) = self.configuration.endpoint { return host }
+        return "127.0.0.1"
+    }
+
+    private func sendReturningErrors(_ arguments: [String]) async throws -> RedisValue {
+        guard !arguments.isEmpty else {
+            throw RedisClientError(kind: .protocolError, message: "a command needs at least one argument")
+        }
+        RedisCommandRoute.assertOneSlot(arguments)
+        let bytes = Self.encode([arguments])
+        guard try await self.isCluster() else {
+            return try await self.seed.send(bytes)
+        }
+        return try await self.clusterSend(arguments, bytes: bytes, to: try await self.pool(for: RedisCommandRoute(arguments)))
+    }
+
+    // MARK: - Cluster routing
+
+    /// Sends one command to `target`, following redirections.
+    private func clusterSend(_ command: [String], bytes: ByteBuffer, to target: RedisNodePool) async throws -> RedisValue {
+        var target = target
+        var asking = false
+        var redirections = 0
+        var tryAgains = 0
+        while redirections < Self.maxRedirections {
+            let reply: RedisValue
+            do {
+                if asking {
+                    var askingBytes = Self.encode([["ASKING"]])
+                    askingBytes.writeImmutableBuffer(bytes)
+                    reply = try await target.pipeline(askingBytes, count: 2)[1]
+                } else {
+                    reply = try await target.send(bytes)
+                }
+            } catch let error as RedisClientError where error.isConnectionProblem {
+                await self.refreshTopologyThrottled()
+                throw error
+            }
+            guard case .error(let message) = reply, let redirection = RedisRedirection(errorMessage: message) else {
+                return reply
+            }
+            RedisClientMetrics.redirections.increment()
+            switch redirection {
+            case .moved(let slot, let endpoint):
+                target = self.assign(slot: slot, to: endpoint)
+                asking = false
+                redirections += 1
+            case .ask(_, let endpoint):
+                target = self.pool(at: endpoint)
+                asking = true
+                redirections += 1
+            case .tryAgain:
+                tryAgains += 1
+                guard tryAgains <= Self.maxTryAgains else {
+                    throw RedisClientError(kind: .connectionUnavailable, message: "\(command[0]): the cluster kept answering TRYAGAIN")
+                }
+                try await Task.sleep(for: .milliseconds(min(10 * tryAgains, 100)))
+            case .clusterDown:
+                await self.refreshTopologyThrottled()
+                throw RedisClientError(kind: .connectionUnavailable, message: message)
+            }
+        }
+        throw RedisClientError(kind: .connectionUnavailable, message: "\(command[0]): more than \(Self.maxRedirections) cluster redirections")
+    }
+
+    private func clusterPipeline(_ commands: [[String]]) async throws -> [RedisValue] {
+        var groups: [(pool: RedisNodePool, indices: [Int])] = []
+        for (index, command) in commands.enumerated() {
+            let pool = try await self.pool(for: RedisCommandRoute(command))
+            if let group = groups.firstIndex(where: { $0.pool === pool }) {
+                groups[group].indices.append(index)
+            } else {
+                groups.append((pool, [index]))
+            }
+        }
+        var replies = [RedisValue](repeating: .null, count: commands.count)
+        do {
+            if groups.count == 1 {
+                replies = try await groups[0].pool.pipeline(Self.encode(commands), count: commands.count)
+            } else {
+                try await withThrowingTaskGroup(of: ([Int], [RedisValue]).self) { tasks in
+                    for group in groups {
+                        let bytes = Self.encode(group.indices.map { commands[$0] })
+                        tasks.addTask { (group.indices, try await group.pool.pipeline(bytes, count: group.indices.count)) }
+                    }
+                    for try await (indices, groupReplies) in tasks {
+                        for (index, reply) in zip(indices, groupReplies) {
+                            replies[index] = reply
+                        }
+                    }
+                }
+            }
+        } catch let error as RedisClientError where error.isConnectionProblem {
+            await self.refreshTopologyThrottled()
+            throw error
+        }
+        // Commands redirected (their slot moved or is moving) are sent again one by one, where they now belong.
+        for index in replies.indices {
+            guard case .error(let message) = replies[index], let redirection = RedisRedirection(errorMessage: message) else { continue }
+            let pool: RedisNodePool
+            switch redirection {
+            case .moved(let slot, let endpoint): pool = self.assign(slot: slot, to: endpoint)
+            case .ask, .tryAgain, .clusterDown: pool = try await self.pool(for: RedisCommandRoute(commands[index]))
+            }
+            replies[index] = try await self.clusterSend(commands[index], bytes: Self.encode([commands[index]]), to: pool)
+        }
+        return replies
+    }
+
+    /// The pool a command of `route` goes to; a slot no known master serves makes the client read the map again.
+    private func pool(for route: RedisCommandRoute) async throws -> RedisNodePool {
+        guard case .slot(let slot) = route else {
+            return self.routing.withLock { routing in
+                let masters = routing.topology.servingMasters.compactMap { routing.pools[$0] }.filter { !$0.isUnreachable }
+                guard !masters.isEmpty else { return self.seed }
+                routing.rotation &+= 1
+                return masters[routing.rotation % masters.count]
+            }
+        }
+        for attempt in 0..<2 {
+            if let pool = self.routing.withLock({ routing in routing.topology.master(ofSlot: slot).flatMap { routing.pools[$0] } }) {
+                return pool
+            }
+            if attempt == 0 { await self.refreshTopologyThrottled() }
+        }
+        throw RedisClientError(kind: .connectionUnavailable, message: "no reachable redis cluster master serves slot \(slot)")
+    }
+
+    private func masterPools() async throws -> [RedisNodePool] {
+        guard try await self.isCluster() else { return [self.seed] }
+        let pools = self.routing.withLock { routing in routing.topology.servingMasters.compactMap { routing.pools[$0] } }
+        guard !pools.isEmpty else {
+            throw RedisClientError(kind: .connectionUnavailable, message: "the redis cluster has no master serving slots")
+        }
+        return pools
+    }
+
+    /// The pool of `endpoint`, created on first use.
+    private func pool(at endpoint: RedisConfiguration.Endpoint) -> RedisNodePool {
+        self.routing.withLock { routing in
+            if let pool = routing.pools[endpoint] { return pool }
+            let pool = RedisNodePool(configuration: self.configuration(for: endpoint), eventLoopGroup: self.eventLoopGroup, logger: self.logger)
+            routing.pools[endpoint] = pool
+            return pool
+        }
+    }
+
+    /// Records a `MOVED`: `slot` is served by `endpoint` from now on.
+    private func assign(slot: Int, to endpoint: RedisConfiguration.Endpoint) -> RedisNodePool {
+        let pool = self.pool(at: endpoint)
+        self.routing.withLock { $0.topology.assign(slot...slot, to: endpoint) }
+        return pool
+    }
+
+    /// Reads `CLUSTER SLOTS` from the first node that answers (known masters first, then the configured one), unless
+    /// that was done less than ``refreshInterval`` ago or is being done now.
+    private func refreshTopologyThrottled() async {
+        let candidates: [RedisNodePool]? = self.routing.withLock { routing in
+            let now = NIODeadline.now()
+            guard !routing.isRefreshing, routing.lastRefresh.map({ now - $0 >= Self.refreshInterval }) ?? true else { return nil }
+            routing.isRefreshing = true
+            var pools = routing.topology.masters.compactMap { routing.pools[$0] }.filter { !$0.isUnreachable }
+            if !pools.contains(where: { $0 === self.seed }) { pools.append(self.seed) }
+            pools += routing.pools.values.filter { pool in !pools.contains { $0 === pool } }
+            return pools
+        }
+        guard let candidates else { return }
+        var found: RedisClusterTopology?
+        for pool in candidates {
+            guard let reply = try? await pool.send(Self.encode([["CLUSTER", "SLOTS"]])), case .array = reply else { continue }
+            let host: String
+            if case .tcp(let nodeHost, _) = pool.endpoint { host = nodeHost } else { host = self.seedHost }
+            guard let topology = try? RedisClusterTopology(clusterSlots: reply, fallbackHost: host) else { continue }
+            found = topology
+            if topology.coversAllSlots { break }
+        }
+        if let found {
+            RedisClientMetrics.topologyRefreshes.increment()
+            self.apply(found)
+        } else {
+            self.routing.withLock { routing in
+                routing.isRefreshing = false
+                routing.lastRefresh = .now()
+            }
+        }
+    }
+
+    /// Takes `topology` as the slot map (creating pools for new masters) and records the read as the latest refresh.
+    private func apply(_ topology: RedisClusterTopology) {
+        for endpoint in topology.masters {
+            _ = self.pool(at: endpoint)
+        }
+        self.routing.withLock { routing in
+            if routing.topology.servingMasters != topology.servingMasters {
+                self.logger.info("Redis cluster masters", metadata: ["masters": "\(topology.servingMasters.map(\.logDescription))"])
+            }
+            routing.mode = .cluster
+            routing.topology = topology
+            routing.isRefreshing = false
+            routing.lastRefresh = .now()
+        }
     }
 
     private func checkLoaded(_ script: RedisScript, reply: RedisValue) throws {
@@ -127,38 +431,11 @@ public final class RedisClient: Sendable, Service {
         }
     }
 
-    private func sendReturningErrors(_ arguments: [String]) async throws -> RedisValue {
-        guard !arguments.isEmpty else {
-            throw RedisClientError(kind: .protocolError, message: "a command needs at least one argument")
+    private static func encode(_ commands: [[String]]) -> ByteBuffer {
+        var bytes = ByteBufferAllocator().buffer(capacity: 64 * commands.count)
+        for command in commands {
+            RedisCommandEncoder.encode(command, into: &bytes)
         }
-        var bytes = ByteBufferAllocator().buffer(capacity: 64)
-        RedisCommandEncoder.encode(arguments, into: &bytes)
-        let slot = self.nextSlot()
-        let promise = slot.eventLoop.makePromise(of: RedisValue.self)
-        slot.submit(RedisRequest(bytes: bytes, response: .single(promise)))
-        return try await promise.futureResult.get()
-    }
-
-    /// The next slot round-robin, skipping slots in reconnect backoff unless all of them are. A caller running on one
-    /// of the pool's event loops gets a slot of that loop when one is usable: its command is written and its reply
-    /// resumed on the same thread, with no hop to another one.
-    private func nextSlot() -> RedisConnectionSlot {
-        let start = self.nextSlotIndex.withLock { index in
-            defer { index = (index + 1) % self.slots.count }
-            return index
-        }
-        for offset in 0..<self.slots.count {
-            let slot = self.slots[(start + offset) % self.slots.count]
-            if slot.eventLoop.inEventLoop && !slot.isInBackoff {
-                return slot
-            }
-        }
-        for offset in 0..<self.slots.count {
-            let slot = self.slots[(start + offset) % self.slots.count]
-            if !slot.isInBackoff {
-                return slot
-            }
-        }
-        return self.slots[start]
+        return bytes
     }
 }

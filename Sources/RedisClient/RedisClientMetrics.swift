@@ -10,4 +10,8 @@ enum RedisClientMetrics {
     static var connectFailures: Counter { Counter(label: "redis_client_connect_failures_total") }
     /// Established connections that closed.
     static var disconnects: Counter { Counter(label: "redis_client_disconnects_total") }
+    /// Cluster redirections followed (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`).
+    static var redirections: Counter { Counter(label: "redis_client_cluster_redirections_total") }
+    /// Reads of the cluster's slot map that changed the client's view or confirmed it.
+    static var topologyRefreshes: Counter { Counter(label: "redis_client_cluster_topology_refreshes_total") }
 }

@@ -9,22 +9,29 @@ import ServiceLifecycle
 ///
 /// The handler runs on an event loop thread. After every successful (re)subscription it receives `.subscribed`:
 /// messages published while the connection was down are lost, so that is the moment to reload state.
+///
+/// On a Redis Cluster (given `client`), a classic subscription hears what is published on any node; when the
+/// configured node cannot be reached, the next attempt goes to another master the client knows.
 public final class RedisSubscriber: Sendable, Service {
     private let configuration: RedisConfiguration
     private let channels: [String]
     private let eventLoopGroup: any EventLoopGroup
     private let logger: Logger
     private let handler: @Sendable (RedisPubSubEvent) -> Void
+    private let client: RedisClient?
 
-    /// Creates a subscriber; nothing happens until ``run()``.
+    /// Creates a subscriber; nothing happens until ``run()``. With `client`, connection attempts after a failure go
+    /// round the masters it knows (a cluster's other nodes).
     public init(
         configuration: RedisConfiguration,
+        client: RedisClient? = nil,
         channels: [String],
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger,
         handler: @escaping @Sendable (RedisPubSubEvent) -> Void
     ) {
         self.configuration = configuration
+        self.client = client
         var seen = Set<String>()
         self.channels = channels.filter { seen.insert($0).inserted }
         self.eventLoopGroup = eventLoopGroup
@@ -54,10 +61,16 @@ public final class RedisSubscriber: Sendable, Service {
     private func connectionLoop(control: SubscriberControl) async {
         let eventLoop = self.eventLoopGroup.next()
         var delay = RedisConnectionSlot.initialBackoff
+        var failures = 0
         while !control.isStopped {
             let subscribed = LockedValue(false)
+            var configuration = self.configuration
+            if failures > 0, let client = self.client, let masters = try? await client.masterEndpoints(), !masters.isEmpty {
+                let candidates = [self.configuration.endpoint] + masters.filter { $0 != self.configuration.endpoint }
+                configuration = client.configuration(for: candidates[failures % candidates.count])
+            }
             do {
-                let channel = try await self.connect(on: eventLoop, subscribed: subscribed)
+                let channel = try await self.connect(configuration, on: eventLoop, subscribed: subscribed)
                 guard control.setChannel(channel) else {
                     try? await channel.close()
                     break
@@ -67,9 +80,10 @@ public final class RedisSubscriber: Sendable, Service {
             } catch {
                 self.logger.warning(
                     "Cannot connect to redis for subscriptions",
-                    metadata: ["endpoint": "\(self.configuration.endpoint.logDescription)", "error": "\(error)"]
+                    metadata: ["endpoint": "\(configuration.endpoint.logDescription)", "error": "\(error)"]
                 )
             }
+            failures = subscribed.withLock { $0 } ? 0 : failures + 1
             if control.isStopped {
                 break
             }
@@ -82,10 +96,14 @@ public final class RedisSubscriber: Sendable, Service {
         }
     }
 
-    private func connect(on eventLoop: any EventLoop, subscribed: LockedValue<Bool>) async throws -> any Channel {
+    private func connect(
+        _ configuration: RedisConfiguration,
+        on eventLoop: any EventLoop,
+        subscribed: LockedValue<Bool>
+    ) async throws -> any Channel {
         let channels = self.channels
-        let password = self.configuration.password
-        let setupTimeout = TimeAmount(self.configuration.commandTimeout)
+        let password = configuration.password
+        let setupTimeout = TimeAmount(configuration.commandTimeout)
         let logger = self.logger
         let handler = self.handler
         let onEvent: @Sendable (RedisPubSubEvent) -> Void = { event in
@@ -94,7 +112,7 @@ public final class RedisSubscriber: Sendable, Service {
             }
             handler(event)
         }
-        return try await RedisConnector.connect(configuration: self.configuration, eventLoop: eventLoop) { channel in
+        return try await RedisConnector.connect(configuration: configuration, eventLoop: eventLoop) { channel in
             channel.eventLoop.makeCompletedFuture {
                 let pubSubHandler = RedisPubSubHandler(
                     channels: channels,

@@ -48,6 +48,10 @@ public struct AppConfig: Sendable, Hashable, Codable {
     public var webhook: Webhook?
     /// SPEC §3: connected devices per user (1–100); a login past it kicks the user's earliest-connected device.
     public var maxDevicesPerUser = 10
+    /// SPEC §3: which of a user's other devices a login kicks.
+    public var loginPolicy = LoginPolicy.multi
+    /// SPEC §2/§3: who may see `lastActiveAt` of users who set no `lastSeenPrivacy` of their own.
+    public var lastSeenPrivacy = LastSeenPrivacy.everyone
     /// Browser origins allowed to open device WebSockets (``AllowedOrigins``), normalized; nil accepts any origin.
     public var allowedOrigins: [String]?
 
@@ -57,7 +61,7 @@ public struct AppConfig: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case plan, statusQuery, friendStatusNotify, multiDeviceSync, customStatusMaxBytes, subscriptionLimit
         case subscribeBatchLimit, queryBatchLimit, rateLimit, heartbeatTimeoutSeconds, subscriptionRetentionSeconds
-        case webhook, maxDevicesPerUser, allowedOrigins
+        case webhook, maxDevicesPerUser, loginPolicy, lastSeenPrivacy, allowedOrigins
     }
 
     /// Decodes a stored config; a flag missing from it (stored before the flag existed) keeps its default.
@@ -78,6 +82,8 @@ public struct AppConfig: Sendable, Hashable, Codable {
             try container.decodeIfPresent(Int.self, forKey: .subscriptionRetentionSeconds) ?? defaults.subscriptionRetentionSeconds
         webhook = try container.decodeIfPresent(Webhook.self, forKey: .webhook)
         maxDevicesPerUser = try container.decodeIfPresent(Int.self, forKey: .maxDevicesPerUser) ?? defaults.maxDevicesPerUser
+        loginPolicy = try container.decodeIfPresent(LoginPolicy.self, forKey: .loginPolicy) ?? defaults.loginPolicy
+        lastSeenPrivacy = try container.decodeIfPresent(LastSeenPrivacy.self, forKey: .lastSeenPrivacy) ?? defaults.lastSeenPrivacy
         allowedOrigins = try container.decodeIfPresent([String].self, forKey: .allowedOrigins)
     }
 
@@ -97,6 +103,8 @@ public struct AppConfig: Sendable, Hashable, Codable {
         // `webhook` is always present, `null` when unset.
         try container.encode(webhook, forKey: .webhook)
         try container.encode(maxDevicesPerUser, forKey: .maxDevicesPerUser)
+        try container.encode(loginPolicy, forKey: .loginPolicy)
+        try container.encode(lastSeenPrivacy, forKey: .lastSeenPrivacy)
         // Like `webhook`, always present: `null` means any origin.
         try container.encode(allowedOrigins, forKey: .allowedOrigins)
     }

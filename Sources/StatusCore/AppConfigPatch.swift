@@ -26,6 +26,8 @@ public enum AppConfigPatch {
             case "rateLimit": result.rateLimit = try rateLimit(value, current: result.rateLimit)
             case "webhook": result.webhook = try webhook(value)
             case "maxDevicesPerUser": result.maxDevicesPerUser = try int(value, key, min: 1, max: 100)
+            case "loginPolicy": result.loginPolicy = try choice(value, key)
+            case "lastSeenPrivacy": result.lastSeenPrivacy = try choice(value, key)
             case "allowedOrigins": result.allowedOrigins = try allowedOrigins(value)
             default: throw invalid("unknown config field \"\(key)\"")
             }
@@ -40,6 +42,15 @@ public enum AppConfigPatch {
     private static func bool(_ value: JSONValue, _ key: String) throws(StatusError) -> Bool {
         guard case .bool(let flag) = value else { throw invalid("\(key) must be a boolean") }
         return flag
+    }
+
+    /// One of the string values of `Choice`.
+    private static func choice<Choice: RawRepresentable & CaseIterable>(_ value: JSONValue, _ key: String) throws(StatusError) -> Choice
+    where Choice.RawValue == String {
+        guard case .string(let raw) = value, let choice = Choice(rawValue: raw) else {
+            throw invalid("\(key) must be one of " + Choice.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))
+        }
+        return choice
     }
 
     private static func int(_ value: JSONValue, _ key: String, min: Int, max: Int = Int(Int32.max)) throws(StatusError) -> Int {

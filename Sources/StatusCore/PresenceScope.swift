@@ -9,6 +9,15 @@ public enum PresenceScope: Sendable, Hashable {
     /// Users having one of these roles, plus subscriptions.
     case roles(Set<String>)
 
+    /// Whether the scope reaches beyond the user's own relationships (`all`, `roles:`): such a session hears changes of
+    /// users it cannot name in advance.
+    public var isAppWide: Bool {
+        switch self {
+        case .all, .roles: true
+        case .subscriptions, .friends: false
+        }
+    }
+
     /// The most roles one `roles:` scope may name (SPEC §1).
     public static let maxRoles = 32
     /// The longest role a `roles:` scope may name, in chars (SPEC §1).

@@ -31,6 +31,9 @@ final class EmbeddedRedis: Sendable {
         process.arguments = [
             "--port", "0", "--unixsocket", socket, "--unixsocketperm", "700", "--dir", directory.path,
             "--appendonly", "yes", "--save", "", "--daemonize", "no", "--loglevel", "warning",
+            // Subscription lists and reverse indexes of up to 256 users in the compact listpack encoding (as in
+            // deploy/redis.conf; docs/scaling.md has the memory figures).
+            "--zset-max-listpack-entries", "256", "--zset-max-listpack-value", "128",
         ]
         process.standardOutput = FileHandle.nullDevice
         try process.run()

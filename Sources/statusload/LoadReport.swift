@@ -21,6 +21,8 @@ struct LoadReport: Codable, Sendable {
         var loadCpuSeconds: Double
         /// The statusd nodes' CPU seconds (sum over `--pid`) over the same span; nil without `--pid`.
         var serverCpuSeconds: Double?
+        /// The same, for each `--pid` in order (the CPU each node spent).
+        var serverCpuSecondsPerPid: [Double]?
         /// loadCpuSeconds ÷ events received, in µs: what counting one delivery costs the loader.
         var loadMicrosPerDelivery: Double?
         /// serverCpuSeconds ÷ events received, in µs.

@@ -86,7 +86,10 @@ struct LoadRun: Sendable {
                 for (index, rate) in stepRates.enumerated() {
                     progress.enter(rate > 0 ? "rate \(Int(rate))/s" : "churn")
                     await stats.beginStep()
-                    let cpuStart = (own: CPUTime.ownSeconds(), server: CPUTime.processSeconds(pids: plan.pids))
+                    let cpuStart = (
+                        own: CPUTime.ownSeconds(), server: CPUTime.processSeconds(pids: plan.pids),
+                        perServer: plan.pids.map { CPUTime.processSeconds(pid: $0) ?? 0 }
+                    )
                     let stepStart = ContinuousClock.now
                     await withDiscardingTaskGroup { step in
                         step.addTask { await driver.run(rate: rate, seconds: plan.duration, seed: plan.seed &+ UInt64(index)) }
@@ -102,7 +105,8 @@ struct LoadRun: Sendable {
                     }
                     let cpu = StepCPU(
                         own: CPUTime.ownSeconds() - cpuStart.own,
-                        server: CPUTime.processSeconds(pids: plan.pids).flatMap { end in cpuStart.server.map { end - $0 } }
+                        server: CPUTime.processSeconds(pids: plan.pids).flatMap { end in cpuStart.server.map { end - $0 } },
+                        perServer: zip(plan.pids, cpuStart.perServer).map { (CPUTime.processSeconds(pid: $0) ?? 0) - $1 }
                     )
                     let result = await stats.snapshot()
                     if rate > 0 {
@@ -206,6 +210,8 @@ struct LoadRun: Sendable {
     struct StepCPU {
         var own: Double
         var server: Double?
+        /// Each `--pid`'s CPU seconds, in `--pid` order (0 for one that could not be read).
+        var perServer: [Double] = []
     }
 
     /// Holds for `seconds`, or until `untilFile` exists.
@@ -262,6 +268,7 @@ struct LoadRun: Sendable {
             perNode: perNode,
             loadCpuSeconds: cpu.own,
             serverCpuSeconds: cpu.server,
+            serverCpuSecondsPerPid: cpu.perServer,
             loadMicrosPerDelivery: perDelivery(cpu.own),
             serverMicrosPerDelivery: perDelivery(cpu.server)
         )

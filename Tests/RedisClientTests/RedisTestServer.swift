@@ -148,9 +148,10 @@ let testLogger: Logger = {
     return logger
 }()
 
-/// A unique key prefix, so that tests running in parallel on one server never share keys.
+/// A unique key prefix, so that tests running in parallel on one server never share keys. It is a hash tag, so keys
+/// made by appending to it share one slot (multi-key commands on them are valid on a cluster too).
 func uniqueKey(_ name: String) -> String {
-    "test:\(name):\(UInt64.random(in: 0...UInt64.max))"
+    "test:{\(name):\(UInt64.random(in: 0...UInt64.max))}"
 }
 
 /// A value shared between a test and callbacks on other threads: the client's own lock box.

@@ -33,6 +33,8 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
         #expect(config.subscriptionRetentionSeconds == 86_400)
         #expect(config.webhook == nil)
         #expect(config.maxDevicesPerUser == 10)
+        #expect(config.loginPolicy == .multi)
+        #expect(config.lastSeenPrivacy == .everyone)
     }
 
     @Test func aConfigStoredBeforeAFlagExistedDecodesWithItsDefault() throws {
@@ -41,6 +43,8 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
         #expect(config.plan == .premium && config.statusQuery)
         #expect(config.maxDevicesPerUser == 10)
         #expect(config.heartbeatTimeoutSeconds == 400)
+        #expect(config.loginPolicy == .multi)
+        #expect(config.lastSeenPrivacy == .everyone)
     }
 
     @Test func encodingHasEveryFlagAndWebhookNull() throws {
@@ -53,12 +57,14 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
             Set(fields.keys) == [
                 "plan", "statusQuery", "friendStatusNotify", "multiDeviceSync", "customStatusMaxBytes", "subscriptionLimit",
                 "subscribeBatchLimit", "queryBatchLimit", "rateLimit", "heartbeatTimeoutSeconds", "subscriptionRetentionSeconds",
-                "webhook", "maxDevicesPerUser", "allowedOrigins",
+                "webhook", "maxDevicesPerUser", "loginPolicy", "lastSeenPrivacy", "allowedOrigins",
             ]
         )
         #expect(fields["webhook"] == .null)
         #expect(fields["allowedOrigins"] == .null)
         #expect(fields["plan"] == .string("basic"))
+        #expect(fields["loginPolicy"] == .string("multi"))
+        #expect(fields["lastSeenPrivacy"] == .string("everyone"))
         #expect(fields["rateLimit"] == .object(["calls": .int(20), "windowSeconds": .int(5)]))
     }
 
@@ -143,10 +149,12 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
              "customStatusMaxBytes": 10, "subscriptionLimit": 3, "subscribeBatchLimit": 4, "queryBatchLimit": 5,
              "rateLimit": {"calls": 6, "windowSeconds": 7}, "heartbeatTimeoutSeconds": 5,
              "subscriptionRetentionSeconds": 60, "webhook": {"url": "https://example.com/h", "secret": "k"},
-             "allowedOrigins": ["https://app.example.com"]}
+             "allowedOrigins": ["https://app.example.com"], "loginPolicy": "singlePerPlatform", "lastSeenPrivacy": "friends"}
             """
         )
         let config = try AppConfigPatch.apply(patch, to: AppConfig())
+        #expect(config.loginPolicy == .singlePerPlatform)
+        #expect(config.lastSeenPrivacy == .friends)
         #expect(config.allowedOrigins == ["https://app.example.com"])
         #expect(config.plan == .premium)
         #expect(config.statusQuery)
@@ -206,6 +214,13 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
             #"{"webhook": {"url": "https://example.com", "secret": ""}}"#,
             #"{"webhook": {"url": "https://example.com", "secret": "s", "extra": 1}}"#,
             #"{"unknownFlag": true}"#,
+            #"{"loginPolicy": "singlePerDevice"}"#,
+            #"{"loginPolicy": "Single"}"#,
+            #"{"loginPolicy": null}"#,
+            #"{"loginPolicy": 1}"#,
+            #"{"lastSeenPrivacy": "strangers"}"#,
+            #"{"lastSeenPrivacy": null}"#,
+            #"{"lastSeenPrivacy": true}"#,
             #"[]"#,
             #""premium""#,
             #"null"#,
@@ -222,6 +237,7 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
             #"{"plan": "premium", "statusQuery": true, "queryBatchLimit": -1}"#,
             #"{"queryBatchLimit": 7, "heartbeatTimeoutSeconds": 4}"#,
             #"{"statusQuery": true, "bogus": 1}"#,
+            #"{"loginPolicy": "single", "lastSeenPrivacy": "friend"}"#,
             #"{"plan": "premium", "rateLimit": {"calls": 1, "windowSeconds": 0}}"#,
         ] {
             let patch = try json(text)

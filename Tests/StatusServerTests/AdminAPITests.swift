@@ -11,6 +11,7 @@ import Testing
         "plan": "basic", "statusQuery": false, "friendStatusNotify": false, "multiDeviceSync": true, "customStatusMaxBytes": 100,
         "subscriptionLimit": 200, "subscribeBatchLimit": 100, "queryBatchLimit": 500, "rateLimit": ["calls": 20, "windowSeconds": 5],
         "heartbeatTimeoutSeconds": 400, "subscriptionRetentionSeconds": 86_400, "webhook": nil, "maxDevicesPerUser": 10, "allowedOrigins": nil,
+        "loginPolicy": "multi", "lastSeenPrivacy": "everyone",
     ]
 
     static func freshAppId() -> String {

@@ -20,13 +20,13 @@ import Testing
         return try ServerServices(configuration: configuration, redis: redis, logger: logger)
     }
 
-    /// Every key of the app (record, tombstone, users' keys).
+    /// Every key of the app (record, tombstone, users' keys), on every master of a cluster.
     private func keys(of appId: String, _ redis: RedisClient) async throws -> [String] {
-        var found: [String] = []
+        var found: Set<String> = []
         for pattern in RedisKeys(appId: appId).allKeysPatterns {
-            found += try await redis.send("KEYS", pattern).array?.compactMap(\.string) ?? []
+            try await redis.scanKeys(matching: pattern) { found.formUnion($0) }
         }
-        return found
+        return Array(found)
     }
 
     /// Leaves the app as a node that died right after marking it deleted would: record gone, tombstone with a lapsed claim.

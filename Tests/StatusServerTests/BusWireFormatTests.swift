@@ -28,6 +28,7 @@ import Testing
         let messages: [BusMessage] = [
             .statusChanged(StatusChange(appId: "app", change: 1, role: "teacher", status: Self.status)),
             .statusChanged(StatusChange(appId: "app", change: 2, role: nil, status: Self.status)),
+            .statusChanged(StatusChange(appId: "app", change: 1, role: nil, lastSeenPrivacy: .nobody, status: Self.status)),
             .relationsChanged(appId: "app", userIds: ["a", "b"]),
             .devicesClosed(appId: "app", userId: "a", devices: [ClosedDevice(deviceId: "d", connection: "c")], reason: "kicked"),
             .configChanged(appId: "app"),
@@ -42,6 +43,21 @@ import Testing
         #expect(json == #"{"appId":"app","type":"relations","userIds":["a"],"v":1}"#)
         let change = try JSONCoding.string(BusMessage.statusChanged(StatusChange(appId: "app", change: 2, role: nil, status: Self.status)))
         #expect(change.hasPrefix(#"{"appId":"app","change":"devices","status":{"#))
+        let hidden = try JSONCoding.string(
+            BusMessage.statusChanged(StatusChange(appId: "app", change: 1, role: nil, lastSeenPrivacy: .friends, status: Self.status))
+        )
+        #expect(hidden.hasPrefix(#"{"appId":"app","change":"status","lastSeenPrivacy":"friends","status":{"#))
+    }
+
+    @Test func anUnknownPrivacyValueReadsAsNoneSoTheAppDefaultApplies() throws {
+        let json =
+            #"{"v":1,"type":"status","appId":"app","change":"status","lastSeenPrivacy":"martians","#
+            + #""status":{"userId":"u","statusType":"online","version":1,"onlineDevices":[]}}"#
+        guard case .statusChanged(let change) = try JSONCoding.decoder.decode(BusMessage.self, from: Data(json.utf8)) else {
+            Issue.record("not a status change")
+            return
+        }
+        #expect(change.lastSeenPrivacy == nil)
     }
 
     @Test func theAppOfAStatusChangeIsReadWithoutDecoding() throws {
@@ -79,36 +95,40 @@ import Testing
         let repository = StatusRepository(redis: redis, scripts: scripts)
         let appId = "bw" + UUID().uuidString.prefix(8).lowercased()
         let user = RedisKeys(appId: appId).user("alice")
-        _ = try await redis.send("HSET", user.profile, "role", "teacher")
-        let received = Mutex<[BusMessage]>([])
-        let subscriber = RedisSubscriber(configuration: configuration, channels: [BusMessage.channel], logger: logger) { event in
-            guard case .message(_, let payload) = event,
+        _ = try await redis.send("HSET", user.profile, "createdAt", "1", "role", "teacher", "lastSeenPrivacy", "friends")
+        let received = Mutex<[(channel: String, message: BusMessage)]>([])
+        // Heard on both channels a status change goes to: the user's channel and the app's channel of the user's slot.
+        let channels = [BusChannels.user(appId, "alice"), BusChannels.appSlot(appId, ofUser: "alice")]
+        let subscriber = RedisShardSubscriber(client: redis, logger: logger) { event in
+            guard case .message(let channel, let payload) = event,
                 let message = try? JSONCoding.decoder.decode(BusMessage.self, from: Data(payload)),
                 case .statusChanged(let change) = message, change.appId == appId
             else { return }
-            received.withLock { $0.append(message) }
+            received.withLock { $0.append((channel, message)) }
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await subscriber.run() }
             defer { group.cancelAll() }
-            // The subscription is up once a probe published on the channel comes back.
-            for _ in 0..<100 {
-                if try await redis.send("PUBSUB", "NUMSUB", BusMessage.channel).array?.last?.int ?? 0 > 0 { break }
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            try await subscriber.subscribe(channels)
             let record = DeviceRecord(platform: "ios", node: "n", connection: "c1", kind: .webSocket)
-            let connected = try await repository.connect(appId: appId, userId: "alice", deviceId: "phone-1", record: record, maxDevices: 10)
-            let written = try await repository.setCustomStatus(appId: appId, userId: "alice", value: Self.status.customStatus)
-            let unchanged = try await repository.setCustomStatus(appId: appId, userId: "alice", value: Self.status.customStatus)
+            let connected = try await repository.connect(
+                appId: appId,
+                userId: "alice",
+                deviceId: "phone-1",
+                record: record,
+                rules: StatusRepository.LoginRules(maxDevices: 10, policy: .multi, platform: .ios)
+            )
+            let written = try await repository.setCustomStatus(appId: appId, userId: "alice", value: Self.status.customStatus, keepMs: 60_000)
+            let unchanged = try await repository.setCustomStatus(appId: appId, userId: "alice", value: Self.status.customStatus, keepMs: 60_000)
             #expect(unchanged.change == .none)
             let removed = try await repository.remove(appId: appId, userId: "alice", deviceIds: [], leavingAs: .offline, retentionSeconds: 60)
-            for _ in 0..<100 where received.withLock({ $0.count }) < 3 { try await Task.sleep(for: .milliseconds(20)) }
-            let expected: [BusMessage] = [
-                .statusChanged(StatusChange(appId: appId, change: 1, role: "teacher", status: connected.write.reply.status)),
-                .statusChanged(StatusChange(appId: appId, change: 1, role: "teacher", status: written.reply.status)),
-                .statusChanged(StatusChange(appId: appId, change: 1, role: "teacher", status: removed.reply.status)),
-            ]
-            #expect(received.withLock { $0 } == expected)
+            for _ in 0..<100 where received.withLock({ $0.count }) < 6 { try await Task.sleep(for: .milliseconds(20)) }
+            let expected: [BusMessage] = [connected.write.reply.status, written.reply.status, removed.reply.status].map {
+                .statusChanged(StatusChange(appId: appId, change: 1, role: "teacher", lastSeenPrivacy: .friends, status: $0))
+            }
+            for channel in channels {
+                #expect(received.withLock { $0.filter { $0.channel == channel }.map(\.message) } == expected)
+            }
             #expect(written.reply.status.customStatus == Self.status.customStatus)
         }
         await redis.close()

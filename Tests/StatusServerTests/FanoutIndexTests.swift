@@ -8,12 +8,7 @@ import Testing
 /// versions that decide what a resynchronisation delivers, a gap flag that survives an overflow.
 @Suite struct FanoutIndexTests {
     private let loop = EmbeddedEventLoop()
-    private let premium: AppConfig = {
-        var config = AppConfig()
-        config.plan = .premium
-        config.statusQuery = true
-        return config
-    }()
+    private let premium = premiumAppConfig
 
     private func session(_ userId: String) -> DeviceSession {
         DeviceSession(appId: "app", userId: userId, deviceId: "d-\(userId)", platform: .web, scope: .subscriptions, eventLoop: loop)

@@ -118,7 +118,7 @@ import Testing
             // A flood of bus messages about another app, pipelined with the real changes.
             let noise = #"{"configChanged":{"appId":"flood-noise"}}"#
             for target in targets {
-                _ = try await redis.pipeline(Array(repeating: ["PUBLISH", BusMessage.channel, noise], count: 200))
+                _ = try await redis.pipeline(Array(repeating: ["PUBLISH", BusChannels.control, noise], count: 200))
                 _ = try await app.call(.put, "/users/\(target)/status", ["customStatus": "flooded"])
             }
         }

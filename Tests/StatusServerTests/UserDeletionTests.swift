@@ -36,9 +36,47 @@ import Testing
             try await app.createUsers(["alice", "bob"])
             expectOK(try await app.subscribe("bob", ["alice"]))
             let reverse = RedisKeys(appId: app.appId).user("alice").subscribers
-            #expect(try await redis.send("SMEMBERS", reverse).array?.compactMap(\.string) == ["bob"])
+            #expect(try await redis.send("ZRANGE", reverse, "0", "-1").array?.compactMap(\.string) == ["bob"])
             #expect(try await app.call(.delete, "/users/bob").status == 204)
             #expect(try await redis.send("EXISTS", reverse).int == 0)
+        }
+        await redis.close()
+    }
+
+    @Test func aReverseIndexWrittenAsASetByEarlierVersionsIsStillHonoured() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "user-deletion-test"))
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            // bob's subscription to alice as an earlier version stored it: the reverse entry in a plain set.
+            let keys = RedisKeys(appId: app.appId)
+            _ = try await redis.send("ZADD", keys.user("bob").subscriptions, "1", "alice")
+            _ = try await redis.send("SADD", keys.user("alice").legacySubscribers, "bob")
+            #expect(try await app.subscriptions("bob") == ["alice"])
+            #expect(try await app.call(.delete, "/users/alice").status == 204)
+            #expect(try await app.subscriptions("bob").isEmpty)
+            #expect(try await redis.send("EXISTS", keys.user("alice").legacySubscribers).int == 0)
+        }
+        await redis.close()
+    }
+
+    /// docs/scaling.md's memory budget: with `zset-max-listpack-entries 256` (deploy/redis.conf, the private
+    /// redis-server, the test servers) a user's 200 subscriptions and 200 subscribers stay in the compact encoding.
+    @Test func twoHundredSubscriptionsAndSubscribersStayListpacks() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "user-deletion-test"))
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            let others = (0..<200).map { "u\($0)" }
+            try await app.createUsers(["alice"] + others)
+            for batch in stride(from: 0, to: 200, by: 100) {
+                expectOK(try await app.subscribe("alice", Array(others[batch..<batch + 100])))
+            }
+            for other in others { expectOK(try await app.subscribe(other, ["alice"])) }
+            let keys = RedisKeys(appId: app.appId).user("alice")
+            #expect(try await redis.send("ZCARD", keys.subscriptions).int == 200)
+            #expect(try await redis.send("ZCARD", keys.subscribers).int == 200)
+            #expect(try await redis.send("OBJECT", "ENCODING", keys.subscriptions).string == "listpack")
+            #expect(try await redis.send("OBJECT", "ENCODING", keys.subscribers).string == "listpack")
         }
         await redis.close()
     }

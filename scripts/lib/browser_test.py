@@ -19,7 +19,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--url", required=True)
@@ -126,13 +126,16 @@ def console_flow(driver):
     # A good change is saved and read back.
     set_value(driver, "cfg-heartbeatTimeoutSeconds", "60")
     set_value(driver, "cfg-allowedOrigins", "https://chat.example.com")
+    Select(driver.find_element(By.ID, "cfg-loginPolicy")).select_by_visible_text("singlePerPlatform")
+    Select(driver.find_element(By.ID, "cfg-lastSeenPrivacy")).select_by_visible_text("friends")
     driver.find_element(By.ID, "save-config").click()
     wait_text(driver, "config-saved", lambda t: "Saved" in t, "a valid change is saved")
     _, app = api("GET", "/v1/apps/console-demo")
     config = app["config"]
     assert config["heartbeatTimeoutSeconds"] == 60 and config["friendStatusNotify"] is True, config
     assert config["allowedOrigins"] == ["https://chat.example.com"], config
-    ok("console: changed flags (heartbeatTimeoutSeconds, friendStatusNotify, allowedOrigins) are saved")
+    assert config["loginPolicy"] == "singlePerPlatform" and config["lastSeenPrivacy"] == "friends", config
+    ok("console: changed flags (heartbeatTimeoutSeconds, friendStatusNotify, allowedOrigins, loginPolicy, lastSeenPrivacy) are saved")
     return app
 
 
@@ -227,13 +230,14 @@ def client_flow(driver, api_key):
     # SPEC §7 resume: the token of the welcome before the drop goes back on the reconnect (when the server sends one).
     urls, welcomes = driver.execute_script("return [window.bobUrls, window.bobWelcomes]")
     first_resume = welcomes[0].get("resume")
+    assert first_resume, welcomes[0]
     reconnect_query = urllib.parse.parse_qs(urllib.parse.urlparse(urls[1]).query)
-    assert reconnect_query.get("resume") == ([first_resume] if first_resume else None), (first_resume, urls[1])
+    assert reconnect_query.get("resume") == [first_resume], (first_resume, urls[1])
+    assert welcomes[1].get("resume") not in (None, first_resume), welcomes[1]
     assert "resume" not in urllib.parse.parse_qs(urllib.parse.urlparse(urls[0]).query), urls[0]
     assert api("PUT", "/v1/apps/console-demo/users/carol/status", {"customStatus": "back"}, key=api_key)[0] == 200
     WebDriverWait(driver, 10).until(lambda d: ["carol", "back"] in d.execute_script("return window.bobLog.events"))
-    ok("browser client: reconnects after a dropped socket and keeps receiving events"
-       + (" (resume token sent back)" if first_resume else " (the welcome carries no resume token yet: none sent)"))
+    ok("browser client: reconnects after a dropped socket, sends the welcome's resume token back and keeps receiving events")
 
     # A kick is final: the client reports it and does not reconnect.
     assert api("POST", "/v1/apps/console-demo/users/bob/kick", {"deviceId": "bob-web"}, key=api_key)[0] == 200

@@ -39,6 +39,7 @@ live_start() {
     local redis_port statusd_port
     redis_port=$(live_free_port)
     redis-server --port "$redis_port" --bind 127.0.0.1 --save "" --appendonly no --daemonize yes \
+        --zset-max-listpack-entries 256 --zset-max-listpack-value 128 \
         --pidfile "$LIVE_DIR/redis.pid" --logfile "$LIVE_DIR/redis.log" --dir "$LIVE_DIR"
     for _ in $(seq 1 50); do
         redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break

@@ -35,17 +35,26 @@ struct ServerServices: Sendable {
         self.statuses = statuses
         let bus = EventBus(redis: redis, logger: logger)
         self.bus = bus
-        let recorder = ChangeRecorder(statuses: statuses, logger: logger)
+        let recorder = ChangeRecorder(statuses: statuses, leaseSeconds: configuration.nodeLeaseSeconds, logger: logger)
         let webhooks = WebhookQueue(redis: redis, logger: logger)
         self.webhooks = webhooks
-        self.operations = StatusOperations(redis: redis, scripts: scripts, users: users, statuses: statuses, bus: bus)
+        self.operations = StatusOperations(
+            redis: redis,
+            scripts: scripts,
+            users: users,
+            statuses: statuses,
+            bus: bus,
+            webhooks: webhooks,
+            recorder: recorder
+        )
         self.presence = PresenceOperations(
             statuses: statuses,
             recorder: recorder,
             bus: bus,
             redis: redis,
             webhooks: webhooks,
-            nodeId: configuration.nodeId
+            nodeId: configuration.nodeId,
+            logger: logger
         )
         self.tokens = TokenService(apps: apps, users: users)
         self.nodeDevices = NodeRegistry(redis: redis, nodeId: configuration.nodeId, leaseSeconds: configuration.nodeLeaseSeconds)

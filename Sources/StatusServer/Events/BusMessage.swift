@@ -1,6 +1,6 @@
 import StatusCore
 
-/// A message on the bus (Redis pub/sub channel ``BusMessage/channel``) that every node listens to.
+/// A message on the bus (its channels: ``BusChannels``).
 ///
 /// Durable state lives in Redis; the bus only tells nodes what changed so they can update their in-memory
 /// fan-out index and deliver events to their own sessions. The wire format is JSON, version ``BusMessage/version``,
@@ -18,8 +18,6 @@ enum BusMessage: Sendable, Hashable {
     /// A user or a whole app was deleted: sessions go.
     case deleted(appId: String, userId: String?)
 
-    /// The channel every node subscribes to.
-    static let channel = "st:bus"
     /// The wire format version this node writes and reads (`"v"`); messages of another version are ignored.
     static let version = 1
 }
@@ -31,6 +29,8 @@ struct StatusChange: Sendable, Hashable {
     var change: Int
     /// The changed user's role, for `roles:` presence scopes.
     var role: String?
+    /// The changed user's own last-seen privacy (nil: the app default), deciding which recipients see `lastActiveAt`.
+    var lastSeenPrivacy: LastSeenPrivacy? = nil
     var status: UserStatus
 }
 
@@ -60,6 +60,7 @@ extension BusMessage: Codable {
         case userIds
         case change
         case role
+        case lastSeenPrivacy
         case status
         case devices
         case reason
@@ -89,6 +90,8 @@ extension BusMessage: Codable {
                     appId: appId,
                     change: change.rawValue,
                     role: try fields.decodeIfPresent(String.self, forKey: .role),
+                    // A value this version does not know is taken as none: the app default applies.
+                    lastSeenPrivacy: try fields.decodeIfPresent(String.self, forKey: .lastSeenPrivacy).flatMap(LastSeenPrivacy.init(rawValue:)),
                     status: try fields.decode(UserStatus.self, forKey: .status)
                 )
             )
@@ -119,6 +122,7 @@ extension BusMessage: Codable {
             try fields.encode(change.appId, forKey: .appId)
             try fields.encode(StatusRepository.Change(rawValue: change.change)?.wireName ?? "status", forKey: .change)
             try fields.encodeIfPresent(change.role, forKey: .role)
+            try fields.encodeIfPresent(change.lastSeenPrivacy, forKey: .lastSeenPrivacy)
             try fields.encode(change.status, forKey: .status)
         case .relationsChanged(let appId, let userIds):
             try fields.encode(Kind.relations.rawValue, forKey: .type)

@@ -3,19 +3,35 @@ import Logging
 import RedisClient
 import StatusCore
 
-/// Publishes ``BusMessage``s. Publishing is best effort after the durable write: a failure is logged, not thrown,
-/// because the state in Redis is already right and readers see it.
+/// Publishes ``BusMessage``s on their channels (``BusChannels``). Publishing is best effort after the durable write: a
+/// failure is logged, not thrown, because the state in Redis is already right and readers see it.
 struct EventBus: Sendable {
     let redis: RedisClient
     let logger: Logger
 
-    /// Publishes one message.
+    /// Publishes one message: about users on their user channels (a relationship change of several users as one
+    /// message per user, pipelined), about a whole app on the control channel.
     func publish(_ message: BusMessage) async {
         do {
-            let payload = try JSONCoding.string(message)
-            _ = try await redis.send("PUBLISH", BusMessage.channel, payload)
+            _ = try await redis.pipeline(try Self.commands(for: message))
         } catch {
             logger.warning("bus publish failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The commands that publish `message`.
+    static func commands(for message: BusMessage) throws -> [[String]] {
+        switch message {
+        case .relationsChanged(let appId, let userIds):
+            return try Set(userIds).sorted().map { userId in
+                ["SPUBLISH", BusChannels.user(appId, userId), try JSONCoding.string(BusMessage.relationsChanged(appId: appId, userIds: [userId]))]
+            }
+        case .devicesClosed(let appId, let userId, _, _), .deleted(let appId, .some(let userId)):
+            return [["SPUBLISH", BusChannels.user(appId, userId), try JSONCoding.string(message)]]
+        case .statusChanged(let change):
+            return [["SPUBLISH", BusChannels.user(change.appId, change.status.userId), try JSONCoding.string(message)]]
+        case .configChanged, .deleted(_, .none):
+            return [["PUBLISH", BusChannels.control, try JSONCoding.string(message)]]
         }
     }
 }

@@ -9,10 +9,26 @@ struct DeliveryBatch {
     private var loops: [ObjectIdentifier: (loop: any EventLoop, items: [(StatusEvent, [DeviceSession])])] = [:]
     private var count = 0
 
-    /// Adds one change for its recipients; the event is encoded once, here, and shared by all of them.
-    mutating func add(_ change: StatusChange, to recipients: [DeviceSession]) {
-        guard !recipients.isEmpty else { return }
-        let event = StatusEvent(change.status)
+    /// Adds one change for its recipients; the event is encoded once, here, and shared by all of them (twice when
+    /// some recipients may not see `lastActiveAt`: once with it, once without).
+    mutating func add(_ change: StatusChange, to audience: Audience) {
+        for (event, recipients) in Self.encodings(of: change, for: audience) { add(event, to: recipients) }
+    }
+
+    /// The events of one change: the status as it is for `audience.seeing`, without `lastActiveAt` for
+    /// `audience.masked` (SPEC §2 last-seen privacy); one encoding per group that has recipients, so two at most.
+    static func encodings(of change: StatusChange, for audience: Audience) -> [(event: StatusEvent, recipients: [DeviceSession])] {
+        var result: [(event: StatusEvent, recipients: [DeviceSession])] = []
+        if !audience.seeing.isEmpty { result.append((StatusEvent(change.status), audience.seeing)) }
+        if !audience.masked.isEmpty {
+            var hidden = change.status
+            hidden.lastActiveAt = nil
+            result.append((StatusEvent(hidden), audience.masked))
+        }
+        return result
+    }
+
+    private mutating func add(_ event: StatusEvent, to recipients: [DeviceSession]) {
         var byLoop: [ObjectIdentifier: (loop: any EventLoop, sessions: [DeviceSession])] = [:]
         for session in recipients {
             byLoop[ObjectIdentifier(session.eventLoop), default: (session.eventLoop, [])].sessions.append(session)

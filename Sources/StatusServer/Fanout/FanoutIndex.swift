@@ -114,6 +114,34 @@ final class FanoutIndex: Sendable {
         return targets
     }
 
+    /// Whether a device here may hear about `target` (its own user, or a relationship of a local user): whether this node
+    /// must listen to the target's user channel.
+    func isWatched(_ target: AppUser) -> Bool {
+        state.withLock { $0.users[target] != nil || $0.subscribers[target] != nil || $0.friendsOf[target] != nil }
+    }
+
+    /// Whether a session here has presence scope `all` or `roles:` in `appId`: whether this node must listen to the
+    /// app's slot channels.
+    func hasAppWideSessions(_ appId: String) -> Bool {
+        state.withLock { $0.scopeAll[appId] != nil || $0.scopeRoles[appId] != nil }
+    }
+
+    /// The apps of which a session here has presence scope `all` or `roles:`.
+    func appWideApps() -> [String] {
+        state.withLock { Array(Set($0.scopeAll.keys).union($0.scopeRoles.keys)) }
+    }
+
+    /// The users whose user channels a change of `key`'s sessions or relationships may start or stop: the user and
+    /// everyone they relate to.
+    func interest(of key: AppUser) -> Set<AppUser> {
+        state.withLock { state in
+            var result: Set<AppUser> = [key]
+            guard let user = state.users[key] else { return result }
+            for target in user.subscriptions.union(user.friends) { result.insert(AppUser(appId: key.appId, userId: target)) }
+            return result
+        }
+    }
+
     /// Whether `status` differs from the version this node delivered last (or nothing was delivered of it yet).
     func hasMoved(_ status: UserStatus, appId: String) -> Bool {
         state.withLock { $0.versions[AppUser(appId: appId, userId: status.userId)] != status.version }
@@ -159,28 +187,43 @@ final class FanoutIndex: Sendable {
 
     /// The sessions that must receive a change of `change.status.userId` under `config` (SPEC §6), each once.
     func recipients(of change: StatusChange, config: AppConfig) -> [DeviceSession] {
+        let audience = audience(of: change, config: config)
+        return audience.seeing + audience.masked
+    }
+
+    /// The sessions that must receive a change of `change.status.userId` under `config` (SPEC §6), each once, split by
+    /// what they may see of it (SPEC §2 last-seen privacy: the user's own setting carried by the change, else the app
+    /// default). The split costs nothing while the user lets everyone see `lastActiveAt`.
+    func audience(of change: StatusChange, config: AppConfig) -> Audience {
         state.withLock { state in
             let target = AppUser(appId: change.appId, userId: change.status.userId)
-            if let known = state.versions[target], known > change.status.version {
-                // Older than what was delivered already (a resynchronisation overtook it): stale.
-                return []
+            if let known = state.versions[target],
+                known > change.status.version || (known == change.status.version && change.change == StatusRepository.Change.status.rawValue)
+            {
+                // Older than what was delivered already (a resynchronisation overtook it), or a status change heard a
+                // second time (on the user's channel and on the app's): stale. A devices-only change repeats the
+                // current version by design and is never dropped for it.
+                return Audience()
             }
             // Sessions are collected in an array and deduplicated by identity: this runs once per change for every
             // recipient, so no string is hashed per recipient beyond the one lookup of its user.
-            var result: [DeviceSession] = []
+            var result = Audience()
             var seen = Set<ObjectIdentifier>()
             defer { if !result.isEmpty { state.versions[target] = change.status.version } }
             if config.multiDeviceSync, let own = state.users[target] {
-                for session in own.sessions.values where seen.insert(ObjectIdentifier(session)).inserted { result.append(session) }
+                for session in own.sessions.values where seen.insert(ObjectIdentifier(session)).inserted { result.seeing.append(session) }
             }
             guard change.change == StatusRepository.Change.status.rawValue, config.plan == .premium else {
                 return result
             }
+            let privacy = change.lastSeenPrivacy ?? config.lastSeenPrivacy
+            let hides = change.status.lastActiveAt != nil && privacy != .everyone
             func addUser(_ userId: String, where include: (DeviceSession) -> Bool = { _ in true }) {
                 guard userId != target.userId, let user = state.users[AppUser(appId: change.appId, userId: userId)] else { return }
                 guard user.blocked.isEmpty || !user.blocked.contains(target.userId) else { return }
+                let sees = !hides || privacy.shows(to: .other(isFriend: user.friends.contains(target.userId)))
                 for session in user.sessions.values where include(session) && seen.insert(ObjectIdentifier(session)).inserted {
-                    result.append(session)
+                    if sees { result.seeing.append(session) } else { result.masked.append(session) }
                 }
             }
             func addSession(_ session: DeviceSession) {
@@ -189,7 +232,7 @@ final class FanoutIndex: Sendable {
             let friends = state.friendsOf[target] ?? []
             if config.statusQuery {
                 let subscribers = state.subscribers[target] ?? []
-                result.reserveCapacity(subscribers.count)
+                result.seeing.reserveCapacity(subscribers.count)
                 seen.reserveCapacity(subscribers.count)
                 for userId in subscribers { addUser(userId) }
                 for session in (state.scopeAll[change.appId] ?? [:]).values { addSession(session) }
@@ -204,6 +247,29 @@ final class FanoutIndex: Sendable {
                 for userId in friends { addUser(userId) }
             }
             return result
+        }
+    }
+
+    /// The users a session hears about through its relationships or as its own, and `others` (users it may hear about
+    /// through its presence scope), each once, with what decides whether it may (``Entitlement``): the users a resuming
+    /// device is brought up to date about (SPEC §7).
+    func watched(by session: DeviceSession, including others: [String] = []) -> [Entitlement.Facts] {
+        state.withLock { state in
+            guard let user = state.users[AppUser(appId: session.appId, userId: session.userId)] else { return [] }
+            var facts = [Entitlement.Facts(userId: session.userId, isSelf: true, subscribes: false, isFriend: false, blocked: false)]
+            var listed: Set<String> = [session.userId]
+            for userId in Array(user.subscriptions) + Array(user.friends) + others where listed.insert(userId).inserted {
+                facts.append(
+                    Entitlement.Facts(
+                        userId: userId,
+                        isSelf: false,
+                        subscribes: user.subscriptions.contains(userId),
+                        isFriend: user.friends.contains(userId),
+                        blocked: user.blocked.contains(userId)
+                    )
+                )
+            }
+            return facts
         }
     }
 

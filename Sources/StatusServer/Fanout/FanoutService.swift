@@ -5,9 +5,14 @@ import RedisClient
 import ServiceLifecycle
 import StatusCore
 
-/// Listens to the cluster bus and acts on this node's sessions: delivers status changes through the fan-out index,
+/// Listens to the bus and acts on this node's sessions: delivers status changes through the fan-out index,
 /// has relationships that changed reloaded, closes kicked or replaced devices, drops stale config. After any gap in
 /// the feed it resynchronises, so that nothing is lost (SPEC §9).
+///
+/// Interest routing (``BusChannels``): the node listens to the user channel of every user its devices belong to or may
+/// hear about, and to an app's slot channels while it holds an `all`/`roles:` session of the app; the index says which
+/// (``FanoutIndex/isWatched(_:)``), and every change to a session or a relationship brings the subscriptions in line
+/// before the session goes on. App-wide control messages come on the classic control channel.
 ///
 /// Delivery path: the bus connection pushes payloads into a bounded ``BusInbox``; this service takes everything waiting
 /// as one batch, decodes each message once, encodes each change once (``StatusEvent``), groups the recipients by the
@@ -25,6 +30,7 @@ final class FanoutService: Service, Sendable {
     private let services: ServerServices
     private let relations: RelationsLoader
     private let subscriber: RedisSubscriber
+    private let shards: RedisShardSubscriber
     private let inbox: BusInbox
     private let work: DeviceWorkQueue
     private let logger: Logger
@@ -37,12 +43,20 @@ final class FanoutService: Service, Sendable {
         self.logger = logger
         let inbox = BusInbox(limit: inboxLimit)
         self.inbox = inbox
-        self.subscriber = RedisSubscriber(configuration: services.configuration.redis, channels: [BusMessage.channel], logger: logger) { event in
+        let onEvent: @Sendable (RedisPubSubEvent) -> Void = { event in
             switch event {
             case .message(_, let payload): inbox.push(payload)
             case .subscribed: inbox.markGap()
             }
         }
+        self.subscriber = RedisSubscriber(
+            configuration: services.configuration.redis,
+            client: services.redis,
+            channels: [BusChannels.control],
+            logger: logger,
+            handler: onEvent
+        )
+        self.shards = RedisShardSubscriber(client: services.redis, logger: logger, handler: onEvent)
     }
 
     func run() async throws {
@@ -50,6 +64,7 @@ final class FanoutService: Service, Sendable {
             try await withGracefulShutdownHandler {
                 try await withThrowingDiscardingTaskGroup { group in
                     group.addTask { try await self.subscriber.run() }
+                    group.addTask { try await self.shards.run() }
                     while let batch = await inbox.next() {
                         await process(batch)
                     }
@@ -64,13 +79,84 @@ final class FanoutService: Service, Sendable {
         await closeAllSessions()
     }
 
+    /// Adds a session to the index and listens to what it may hear: its own user channel, its app's slot channels for an
+    /// app-wide scope, and, for the user's first session here, the user channels of everyone it relates to. Returns
+    /// once Redis confirmed those subscriptions (or gave up: the subscriber keeps trying and reports the gap).
+    func register(_ session: DeviceSession) async {
+        let key = AppUser(appId: session.appId, userId: session.userId)
+        let first = index.add(session)
+        if session.scope.isAppWide {
+            await markAppWideListeners([session.appId])
+            // This node's own writers see the mark at once; other nodes' within their app cache's 500 ms.
+            services.apps.invalidate(session.appId)
+        }
+        await listen(users: [key], apps: session.scope.isAppWide ? [session.appId] : [])
+        if first { await loadRelations(key) }
+    }
+
+    /// Tells writers that these apps have `all`/`roles:` sessions here, for as long as a resume can look back (renewed
+    /// by the housekeeping while the sessions last): their setSelfStatus calls then log who changed (``RecentChanges``).
+    func markAppWideListeners(_ appIds: [String]) async {
+        var commands: [[String]] = []
+        for appId in appIds {
+            guard let config = try? await services.apps.find(appId)?.config else { continue }
+            let keepMs = RecentChanges.keepMs(
+                heartbeatTimeoutSeconds: config.heartbeatTimeoutSeconds,
+                leaseSeconds: services.nodeDevices.leaseSeconds
+            )
+            commands.append(RecentChanges.markListening(appId: appId, keepMs: keepMs))
+        }
+        do {
+            _ = try await services.redis.pipeline(commands)
+        } catch {
+            logger.warning("could not mark app-wide listeners", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Removes a session from the index. The channels nobody here needs any more stay subscribed until the next
+    /// ``dropUnwatchedChannels()``: a device that reconnects meanwhile (a flaky network, a churning fleet) finds them
+    /// still confirmed, so neither its departure nor its return costs a round trip to Redis.
+    func unregister(_ session: DeviceSession) {
+        index.remove(session)
+    }
+
+    /// Unsubscribes the channels no session here needs any more (called by the housekeeping every third of a lease).
+    func dropUnwatchedChannels() async {
+        let index = self.index
+        await shards.prune { channel in
+            switch BusChannels.parse(channel) {
+            case .user(let user): index.isWatched(user)
+            case .app(let appId): index.hasAppWideSessions(appId)
+            case nil: false
+            }
+        }
+    }
+
     /// Loads a user's relationships into the index; a load that started earlier than one already applied is dropped.
+    /// The user channels of relationships that started or ended are subscribed or dropped.
     func loadRelations(_ key: AppUser) async {
         let sequence = index.beginRelationsLoad()
         do {
+            let before = index.interest(of: key)
             index.update(key, relations: try await relations.load(key), sequence: sequence)
+            let after = index.interest(of: key)
+            await listen(users: before.symmetricDifference(after), apps: [])
         } catch {
             logger.warning("relations load failed", metadata: ["user": "\(key.userId)", "error": "\(error)"])
+        }
+    }
+
+    /// Brings the subscriptions of these user channels and app slot channels in line with the index.
+    private func listen(users: Set<AppUser>, apps: [String]) async {
+        do {
+            let targets = Dictionary(users.map { (BusChannels.user($0.appId, $0.userId), $0) }, uniquingKeysWith: { first, _ in first })
+            let index = self.index
+            try await shards.update(Array(targets.keys)) { channel in targets[channel].map(index.isWatched) ?? false }
+            for appId in apps {
+                try await shards.update(BusChannels.allAppSlots(appId)) { _ in index.hasAppWideSessions(appId) }
+            }
+        } catch {
+            logger.warning("bus subscription failed", metadata: ["error": "\(error)"])
         }
     }
 
@@ -102,7 +188,7 @@ final class FanoutService: Service, Sendable {
         switch message {
         case .statusChanged(let change):
             guard let config = try? await services.apps.find(change.appId)?.config else { return }
-            deliveries.add(change, to: index.recipients(of: change, config: config))
+            deliveries.add(change, to: index.audience(of: change, config: config))
         case .relationsChanged(let appId, let userIds):
             for user in index.localUsers(appId: appId, among: userIds) {
                 // Off the delivery path; the load's sequence number keeps an older read from winning.
@@ -138,17 +224,23 @@ final class FanoutService: Service, Sendable {
             while start < targets.count {
                 let chunk = Array(targets[start..<min(start + Self.resyncChunk, targets.count)])
                 start += Self.resyncChunk
-                let statuses: [String: UserStatus]
+                let statuses: [String: StoredStatus]
                 do {
-                    statuses = try await services.statuses.statuses(appId: appId, userIds: chunk)
+                    statuses = try await services.statuses.stored(appId: appId, userIds: chunk)
                 } catch {
                     logger.debug("resynchronisation read failed", metadata: ["error": "\(error)"])
                     return false
                 }
                 var deliveries = DeliveryBatch()
-                for status in statuses.values where index.hasMoved(status, appId: appId) {
-                    let change = StatusChange(appId: appId, change: StatusRepository.Change.status.rawValue, role: nil, status: status)
-                    deliveries.add(change, to: index.recipients(of: change, config: config))
+                for stored in statuses.values where index.hasMoved(stored.status, appId: appId) {
+                    let change = StatusChange(
+                        appId: appId,
+                        change: StatusRepository.Change.status.rawValue,
+                        role: stored.role,
+                        lastSeenPrivacy: stored.lastSeenPrivacy,
+                        status: stored.status
+                    )
+                    deliveries.add(change, to: index.audience(of: change, config: config))
                     Metrics.resyncedStatuses.increment()
                 }
                 deliveries.send()

@@ -11,10 +11,13 @@ import StatusCore
 ///   have such devices);
 /// - every third of a lease, renews the node's lease, files the devices of nodes whose lease expired, files its own
 ///   departures that could not be written, and, when it finds its own lease had expired (the node was stalled or cut
-///   from Redis), files its live sessions online again (SPEC §9: a stalled node never leaves its users offline).
+///   from Redis), files its live sessions online again (SPEC §9: a stalled node never leaves its users offline); and
+///   renews the mark of the apps it holds `all`/`roles:` sessions of (``RecentChanges``), and drops the bus channels
+///   nobody here watches any more.
 struct HousekeepingService: Service {
     let services: ServerServices
     let index: FanoutIndex
+    let fanout: FanoutService
     let logger: Logger
 
     func run() async throws {
@@ -41,6 +44,8 @@ struct HousekeepingService: Service {
                         await guarded("re-filing live sessions") { try await refileLiveSessions() }
                     }
                     index.pruneVersions()
+                    await fanout.markAppWideListeners(index.appWideApps())
+                    await fanout.dropUnwatchedChannels()
                 }
                 if ticks % ticksPerSecond == 0 {
                     await guarded("backend device sweep") { try await sweepBackendDevices() }
@@ -135,9 +140,19 @@ struct HousekeepingService: Service {
         }
     }
 
-    /// Files a device's connection as gone (offline if it was its user's last), unless its app was deleted.
+    /// Files a device's connection as gone (offline if it was its user's last), unless its app was deleted. Its socket
+    /// was lost at an unknown moment within the last two lease periods (its node stopped renewing, or its departure
+    /// could not be written): a resume resends what changed since then (SPEC §7).
     private func fileDisconnect(_ device: (appId: String, userId: String, deviceId: String, connection: String)) async throws {
         guard let app = try await services.apps.find(device.appId) else { return }
+        let lostAt = WallClock.nowMs() - 2 * Int64(services.nodeDevices.leaseSeconds) * 1000 - ResumePoint.clockMargin
+        await services.presence.recordResumePoint(
+            app: app,
+            userId: device.userId,
+            deviceId: device.deviceId,
+            connection: device.connection,
+            lostAt: lostAt
+        )
         try await services.presence.remove(
             app: app,
             userId: device.userId,

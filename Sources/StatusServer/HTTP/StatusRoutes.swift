@@ -100,7 +100,7 @@ struct StatusRoutes: Sendable {
                 kind: .backend,
                 connection: "api:" + deviceId
             )
-            return EncodedJSONResponse(status)
+            return EncodedJSONResponse(status.status)
         }
         app.post("users/:userId/devices/:deviceId/heartbeat") { request, context in
             let (app, userId, deviceId) = try await device(request, context)

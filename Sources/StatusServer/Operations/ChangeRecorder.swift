@@ -2,19 +2,27 @@ import Logging
 import StatusCore
 
 /// What follows a durable presence write besides its bus message (which the write's own script publishes): the app's
-/// online index, kept in a key of its own (app-wide, so in another hash slot than the user's keys).
+/// online index and its log of recent changes (``RecentChanges``), kept in keys of their own (app-wide, so in another
+/// hash slot than the user's keys).
 struct ChangeRecorder: Sendable {
     let statuses: StatusRepository
+    /// Two lease periods of this deployment, part of how long the log of recent changes is kept.
+    let leaseSeconds: Int
     let logger: Logger
 
     /// Updates the online index after a connect or a departure. Only a `status` change of those moves `statusType`
     /// (into or out of `online`); a `devices` change or none leaves the index alone and costs no round trip.
-    func recordPresence(appId: String, change: StatusRepository.Change, reply: StatusReply) async {
+    func recordPresence(app: AppRecord, change: StatusRepository.Change, reply: StatusReply) async {
         guard change == .status else { return }
         do {
-            try await statuses.index(appId: appId, status: reply.status)
+            try await statuses.index(appId: app.appId, status: reply.status, keepMs: keepMs(app.config))
         } catch {
             logger.warning("online index update failed", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// How long the app's log of recent changes keeps an entry.
+    func keepMs(_ config: AppConfig) -> Int64 {
+        RecentChanges.keepMs(heartbeatTimeoutSeconds: config.heartbeatTimeoutSeconds, leaseSeconds: leaseSeconds)
     }
 }

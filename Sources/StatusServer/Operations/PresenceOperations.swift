@@ -12,6 +12,7 @@ struct PresenceOperations: Sendable {
     let redis: RedisClient
     let webhooks: WebhookQueue
     let nodeId: String
+    let logger: Logger
 
     /// Why a device went away, with the status it leaves the user in when it was the last one.
     enum Departure: Sendable {
@@ -38,7 +39,14 @@ struct PresenceOperations: Sendable {
         }
     }
 
-    /// Connects a device; a device already connected under that id is replaced and its connection closed.
+    /// What a connect did: the user's status after it, and the device record it replaced (same deviceId), if any.
+    struct Connected: Sendable {
+        var status: UserStatus
+        var replaced: DeviceRecord?
+    }
+
+    /// Connects a device under the app's login rules (SPEC §3 `loginPolicy`, `maxDevicesPerUser`): devices the login
+    /// kicks are closed with a `kicked` event, and a device already connected under that id is replaced and closed.
     func connect(
         app: AppRecord,
         userId: String,
@@ -46,14 +54,14 @@ struct PresenceOperations: Sendable {
         platform: Platform,
         kind: DeviceRecord.Kind,
         connection: String
-    ) async throws -> UserStatus {
+    ) async throws -> Connected {
         let record = DeviceRecord(platform: platform.rawValue, node: kind == .webSocket ? nodeId : "", connection: connection, kind: kind)
         let connected = try await statuses.connect(
             appId: app.appId,
             userId: userId,
             deviceId: deviceId,
             record: record,
-            maxDevices: app.config.maxDevicesPerUser
+            rules: StatusRepository.LoginRules(maxDevices: app.config.maxDevicesPerUser, policy: app.config.loginPolicy, platform: platform)
         )
         let result = connected.write
         let keys = RedisKeys(appId: app.appId)
@@ -74,26 +82,30 @@ struct PresenceOperations: Sendable {
                 )
             )
         }
-        await recorder.recordPresence(appId: app.appId, change: result.change, reply: result.reply)
+        await recorder.recordPresence(app: app, change: result.change, reply: result.reply)
         await webhooks.enqueue(
             app: app,
             userId: userId,
             deviceId: deviceId,
             platform: platform.rawValue,
             action: ("login", "register"),
-            statusType: result.reply.status.statusType
+            statusType: result.reply.status.statusType,
+            kickedDevices: connected.kicked.map { WebhookEvent.KickedDevice(deviceId: $0.deviceId, platform: $0.record.platform) }
         )
-        return result.reply.status
+        return Connected(status: result.reply.status, replaced: connected.replaced)
     }
 
-    /// Devices removed by a login past `maxDevicesPerUser` (SPEC §3): their sockets are closed with
-    /// `{"event": "kicked", "reason": "tooManyDevices"}`, backend devices stop being swept, and each is a
-    /// `logout`/`kicked` webhook event.
-    private func closeKicked(_ kicked: [(deviceId: String, record: DeviceRecord)], app: AppRecord, userId: String, statusType: StatusType) async {
+    /// Devices removed by a login (SPEC §3: by the login policy, or past `maxDevicesPerUser`): their sockets are closed
+    /// with `{"event": "kicked", "reason": "loginPolicy" | "tooManyDevices"}`, backend devices stop being swept, and
+    /// each is a `logout`/`kicked` webhook event.
+    private func closeKicked(_ kicked: [StatusRepository.KickedDevice], app: AppRecord, userId: String, statusType: StatusType) async {
         guard !kicked.isEmpty else { return }
-        let sockets = kicked.filter { $0.record.kind == .webSocket }.map { ClosedDevice(deviceId: $0.deviceId, connection: $0.record.connection) }
-        if !sockets.isEmpty {
-            await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: sockets, reason: "tooManyDevices"))
+        for reason in [StatusRepository.KickReason.loginPolicy, .tooManyDevices] {
+            let sockets = kicked.filter { $0.reason == reason && $0.record.kind == .webSocket }
+                .map { ClosedDevice(deviceId: $0.deviceId, connection: $0.record.connection) }
+            if !sockets.isEmpty {
+                await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: sockets, reason: reason.rawValue))
+            }
         }
         let backend = kicked.filter { $0.record.kind == .backend }.map { Self.member(userId, $0.deviceId) }
         if !backend.isEmpty {
@@ -151,7 +163,16 @@ struct PresenceOperations: Sendable {
             let devices = sockets.map { ClosedDevice(deviceId: $0.deviceId, connection: $0.record.connection) }
             await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: devices, reason: reason))
         }
-        await recorder.recordPresence(appId: app.appId, change: result.change, reply: result.reply)
+        await recorder.recordPresence(app: app, change: result.change, reply: result.reply)
+        if result.clearedCustomStatus {
+            await webhooks.enqueueCustomStatusChange(
+                app: app,
+                userId: userId,
+                customStatus: nil,
+                cleared: true,
+                statusType: result.reply.status.statusType
+            )
+        }
         for device in result.removed {
             await webhooks.enqueue(
                 app: app,
@@ -163,6 +184,19 @@ struct PresenceOperations: Sendable {
             )
         }
         return (result.removed.map(\.deviceId), result.reply.status)
+    }
+
+    /// Lets a WebSocket device that lost its socket resume (SPEC §7): for `heartbeatTimeoutSeconds`, a reconnect
+    /// presenting the connection's `resume` token is sent what changed since `lostAt`. Written before the departure is
+    /// filed, so that a device seen offline can always resume. Best effort: without it a reconnect is a plain connect.
+    func recordResumePoint(app: AppRecord, userId: String, deviceId: String, connection: String, lostAt: Int64) async {
+        let key = RedisKeys(appId: app.appId).user(userId).resume(deviceId)
+        let ttl = String(Int64(app.config.heartbeatTimeoutSeconds) * 1000)
+        do {
+            _ = try await redis.send("SET", key, ResumePoint(connection: connection, lostAt: lostAt).stored, "PX", ttl)
+        } catch {
+            logger.debug("resume point not recorded", metadata: ["error": "\(error)"])
+        }
     }
 
     /// The apps whose backend-driven devices the sweep visits. The first node to run this after an upgrade fills the

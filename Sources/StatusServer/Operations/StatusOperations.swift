@@ -10,20 +10,40 @@ struct StatusOperations: Sendable {
     let users: UserDirectory
     let statuses: StatusRepository
     let bus: EventBus
+    let webhooks: WebhookQueue
+    let recorder: ChangeRecorder
 
     /// The backend query's fixed batch limit (SPEC §7 `POST /status/query`).
     static let backendQueryLimit = 500
 
-    /// setSelfStatus: unlimited, any plan; notifies only when something changed.
+    /// setSelfStatus: unlimited, any plan; notifies (subscribers, and the webhook's `customStatusChange`) only when
+    /// something changed.
     func setSelfStatus(app: AppRecord, userId: String, customStatus: String?) async throws -> UserStatus {
         let value = try RequestRules.customStatus(customStatus, maxBytes: app.config.customStatusMaxBytes)
-        // One round trip: the script stores the value and publishes the change; statusType does not move, so the
-        // online index is not touched.
-        return try await statuses.setCustomStatus(appId: app.appId, userId: userId, value: value).reply.status
+        // One round trip: the script stores the value and publishes the change, and the app's log of recent changes
+        // is written in the same pipeline while some node holds an `all`/`roles:` session of the app (only they
+        // need it); statusType does not move, so the online index is not touched.
+        let result = try await statuses.setCustomStatus(
+            appId: app.appId,
+            userId: userId,
+            value: value,
+            keepMs: app.logsRecentChanges ? recorder.keepMs(app.config) : nil
+        )
+        let status = result.reply.status
+        if result.change == .status {
+            await webhooks.enqueueCustomStatusChange(
+                app: app,
+                userId: userId,
+                customStatus: status.customStatus,
+                cleared: false,
+                statusType: status.statusType
+            )
+        }
+        return status
     }
 
     /// getUserStatus: free for oneself; for others premium + statusQuery, batch limit and rate limit; blocked pairs
-    /// see each other offline.
+    /// see each other offline; another user's `lastActiveAt` only where their last-seen privacy lets the caller see it.
     ///
     /// One round trip: the rate-limit script (which also checks that the caller exists and returns their block lists)
     /// and the status reads share one pipeline. Past ``pipelinedQueryLimit`` ids the script runs first, alone, so that
@@ -32,7 +52,7 @@ struct StatusOperations: Sendable {
         if userIds.isEmpty { throw StatusError(.invalidRequest, "userIds must not be empty") }
         let ids = try Identifiers.userIdList(userIds)
         var blocked = Set<String>()
-        let found: [String: UserStatus]
+        let found: [String: StoredStatus]
         if ids.contains(where: { $0 != userId }) {
             try app.config.requireStatusQuery()
             guard userIds.count <= app.config.queryBatchLimit else {
@@ -45,27 +65,32 @@ struct StatusOperations: Sendable {
                     script: scripts.queryRateLimit,
                     keys: keys,
                     arguments: rateArguments(app.config),
-                    then: StatusRepository.statusReads(appId: app.appId, userIds: ids)
+                    then: StatusRepository.statusReads(appId: app.appId, userIds: ids, viewer: userId)
                 )
                 blocked = Set(try Self.admitted(replies[0]).compactMap(\.string))
-                found = try StatusRepository.statuses(userIds: ids, from: replies.dropFirst())
+                found = try StatusRepository.stored(userIds: ids, viewer: userId, from: replies.dropFirst())
             } else {
                 let reply = try await redis.pipeline(script: scripts.queryRateLimit, keys: keys, arguments: rateArguments(app.config), then: [])
                 blocked = Set(try Self.admitted(reply[0]).compactMap(\.string))
-                found = try await statuses.statuses(appId: app.appId, userIds: ids)
+                found = try await statuses.stored(appId: app.appId, userIds: ids, viewer: userId)
             }
         } else {
             // Only the caller: not counted, and reading their status tells whether they exist.
-            found = try await statuses.statuses(appId: app.appId, userIds: ids)
+            found = try await statuses.stored(appId: app.appId, userIds: ids)
             guard found[userId] != nil else { throw StatusError(.userNotFound, "user \(userId) not found") }
         }
         var result = StatusQueryResult(statuses: [], failures: [])
         for id in ids {
-            guard let status = found[id] else {
+            guard let stored = found[id] else {
                 result.failures.append(UserFailure(userId: id, code: .userNotFound))
                 continue
             }
-            result.statuses.append(blocked.contains(id) ? status.maskedByBlock() : status)
+            if blocked.contains(id) {
+                result.statuses.append(stored.status.maskedByBlock())
+            } else {
+                let viewer: LastSeenPrivacy.Viewer = id == userId ? .privileged : .other(isFriend: stored.viewerIsFriend ?? false)
+                result.statuses.append(stored.viewed(by: viewer, appDefault: app.config.lastSeenPrivacy))
+            }
         }
         return result
     }

@@ -5,12 +5,14 @@
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script.
 -- KEYS: status, profile, devices, subs
 -- ARGV: mode ('offline'|'unlogined'), retention ms, connection id ('' = any), stale-before ms ('' = no check),
---       appId, userId, bus channel, deviceIds... (none = every device)
--- Reply: {changed (0 none | 1 status | 2 devices only), removed count, removed id 1, removed JSON 1, ..., <status reply>}
+--       appId, userId, user channel, app slot channel (docs/bus.md), deviceIds... (none = every device)
+-- SPEC §8: whether a custom status was cleared with it is part of the reply (a `customStatusChange` callback).
+-- Reply: {changed (0 none | 1 status | 2 devices only), custom status cleared (0|1), removed count, removed id 1,
+--         removed JSON 1, ..., <status reply>}
 local now = now_ms()
 local ids = {}
-if #ARGV > 7 then
-    for i = 8, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #ARGV > 8 then
+    for i = 9, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
     ids = redis.call('HKEYS', KEYS[3])
 end
@@ -29,20 +31,21 @@ for _, id in ipairs(ids) do
     end
 end
 local changed = 0
+local cleared = 0
 if #removed > 0 then
     changed = 2
     if redis.call('HLEN', KEYS[3]) == 0 and redis.call('HGET', KEYS[1], 't') == 'online' then
         redis.call('HSET', KEYS[1], 't', ARGV[1], 'la', now)
-        redis.call('HDEL', KEYS[1], 'cs')
-        redis.call('HINCRBY', KEYS[1], 'v', 1)
+        cleared = redis.call('HDEL', KEYS[1], 'cs')
+        bump_version(KEYS[1], now)
         redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
         changed = 1
     end
 end
-local header = { changed, #removed / 2 }
+local header = { changed, cleared, #removed / 2 }
 for _, value in ipairs(removed) do header[#header + 1] = value end
 local reply = status_reply(KEYS[1], KEYS[2], KEYS[3])
 if changed ~= 0 then
-    publish_status(ARGV[7], ARGV[5], ARGV[6], changed, reply)
+    publish_status(ARGV[7], ARGV[8], ARGV[5], ARGV[6], changed, reply)
 end
 return with_header(header, reply)

@@ -52,11 +52,19 @@ local function refresh_retention(subs_key, status_key, retention_ms)
     end
 end
 
--- The status object as a flat reply: {t, cs|'', la|'', v, role|'', device1, platform1, ...}.
+-- SPEC §2: `version` +1 on every change of statusType or customStatus. `vt` records when it last moved, so that a
+-- device resuming a session (SPEC §7) is sent the users whose version moved since it lost its socket.
+local function bump_version(status_key, now)
+    redis.call('HINCRBY', status_key, 'v', 1)
+    redis.call('HSET', status_key, 'vt', now)
+end
+
+-- The status object as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', device1, platform1, ...}.
+-- The profile's role and last-seen privacy travel with it: who may hear of the change, and who may see lastActiveAt.
 local function status_reply(status_key, profile_key, devices_key)
     local s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v')
-    local role = redis.call('HGET', profile_key, 'role')
-    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', role or '' }
+    local profile = redis.call('HMGET', profile_key, 'role', 'lastSeenPrivacy')
+    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[1] or '', profile[2] or '' }
     local devices = redis.call('HGETALL', devices_key)
     for i = 1, #devices, 2 do
         local d = cjson.decode(devices[i + 1])
@@ -76,11 +84,15 @@ end
 
 -- SPEC §6 (who is told) starts here: a write that changed a status puts it on the bus in the same atomic step, so a
 -- change is never stored without being announced, and it costs no second round trip. The message is the bus wire
--- format v1 of docs/bus.md: {"v":1,"type":"status","appId":...,"change":"status"|"devices","role":...,"status":{...}}.
+-- format v1 of docs/bus.md: {"v":1,"type":"status","appId":...,"change":"status"|"devices","role":...,
+-- "lastSeenPrivacy":...,"status":{...}}.
+-- It goes on two sharded channels, both in this user's hash slot (docs/bus.md): the user's own channel, heard by the
+-- nodes whose devices watch the user, and the app's channel for this slot, heard by nodes with `all`/`roles:` scopes.
+-- A status change of a user nobody watches costs two lookups of absent channels.
 -- `reply` is a status reply (see status_reply); `change` is 1 (status) or 2 (devices only).
-local function publish_status(channel, app_id, user_id, change, reply)
+local function publish_status(user_channel, app_channel, app_id, user_id, change, reply)
     local devices = {}
-    for i = 6, #reply, 2 do
+    for i = 7, #reply, 2 do
         devices[#devices + 1] = '{"deviceId":' .. cjson.encode(reply[i]) .. ',"platform":' .. cjson.encode(reply[i + 1]) .. '}'
     end
     local status = { '{"userId":', cjson.encode(user_id), ',"statusType":', cjson.encode(reply[1]) }
@@ -97,6 +109,13 @@ local function publish_status(channel, app_id, user_id, change, reply)
     if reply[5] ~= '' then
         message[#message + 1] = ',"role":' .. cjson.encode(reply[5])
     end
+    if reply[6] ~= '' then
+        message[#message + 1] = ',"lastSeenPrivacy":' .. cjson.encode(reply[6])
+    end
     message[#message + 1] = ',"status":' .. table.concat(status) .. '}'
-    redis.call('PUBLISH', channel, table.concat(message))
+    local payload = table.concat(message)
+    redis.call('SPUBLISH', user_channel, payload)
+    if change == 1 then
+        redis.call('SPUBLISH', app_channel, payload)
+    end
 end

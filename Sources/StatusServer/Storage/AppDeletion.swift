@@ -84,16 +84,19 @@ struct AppDeletion: Sendable {
     /// was lost (another node finishes the deletion).
     private func unlinkKeys(of appId: String) async throws -> Bool {
         let keys = RedisKeys(appId: appId)
-        for pattern in keys.allKeysPatterns {
-            var cursor = "0"
-            repeat {
-                let reply = try await redis.send("SCAN", cursor, "MATCH", pattern, "COUNT", "1000")
-                guard let parts = reply.array, parts.count == 2 else { break }
-                cursor = parts[0].string ?? "0"
-                let found = (parts[1].array?.compactMap(\.string) ?? []).filter { $0 != keys.deletionTombstone }
-                guard case .claimed = try await claim(appId) else { return false }
-                if !found.isEmpty { _ = try await redis.send(["UNLINK"] + found) }
-            } while cursor != "0"
+        struct ClaimLost: Error {}
+        do {
+            for pattern in keys.allKeysPatterns {
+                // Every master of a cluster is scanned; the keys of one batch may live in many slots, so each is
+                // unlinked by its own command (pipelined).
+                try await redis.scanKeys(matching: pattern) { batch in
+                    let found = batch.filter { $0 != keys.deletionTombstone }
+                    guard case .claimed = try await claim(appId) else { throw ClaimLost() }
+                    if !found.isEmpty { _ = try await redis.pipeline(found.map { ["UNLINK", $0] }) }
+                }
+            }
+        } catch is ClaimLost {
+            return false
         }
         return true
     }

@@ -8,4 +8,7 @@ struct AppRecord: Sendable {
     var rawConfig: String
     let apiKeyDigest: String
     let tokenSecret: String
+    /// Whether a node holds, or lately held, an `all`/`roles:` session of the app, so that setSelfStatus must log its
+    /// changes for their resume (``RecentChanges``). As fresh as the record's cache (500 ms).
+    var logsRecentChanges = false
 }

@@ -143,12 +143,15 @@ final class AppRegistry: Sendable {
     }
 
     private func fetch(_ appId: String) async throws -> AppRecord? {
-        let reply = try await redis.send("HMGET", RedisKeys(appId: appId).app, "config", "key", "secret")
-        guard let values = reply.array, values.count == 3, let raw = values[0].string, let digest = values[1].string,
+        let keys = RedisKeys(appId: appId)
+        let replies = try await redis.pipeline([["HMGET", keys.app, "config", "key", "secret"], ["EXISTS", keys.appWideListeners]])
+        guard let values = replies[0].array, values.count == 3, let raw = values[0].string, let digest = values[1].string,
             let secret = values[2].string
         else { return nil }
         let config = try JSONCoding.decoder.decode(AppConfig.self, from: Data(raw.utf8))
-        return AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
+        var record = AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
+        record.logsRecentChanges = replies[1].int == 1
+        return record
     }
 
     /// Caches an existing app; forgets a missing one (negative lookups are never cached).

@@ -11,6 +11,11 @@ struct RedisKeys: Sendable {
     var online: String { "st:{\(appId)}:online" }
     /// The status version last applied to ``online`` per user.
     var onlineVersions: String { "st:{\(appId)}:onlinever" }
+    /// The users whose status changed lately, by time (``RecentChanges``).
+    var recentChanges: String { "st:{\(appId)}:recent" }
+    /// Present (with a TTL) while some node holds, or lately held, a session of the app with presence `all` or
+    /// `roles:`: only then is ``recentChanges`` written by setSelfStatus (``RecentChanges``).
+    var appWideListeners: String { "st:{\(appId)}:appwide" }
     /// Backend-driven devices by heartbeat time (member `userId\ndeviceId`).
     var heartbeats: String { "st:{\(appId)}:hb" }
 
@@ -49,16 +54,25 @@ struct UserKeys: Sendable {
     var friends: String { "st:\(tag):friends" }
     var blocks: String { "st:\(tag):blocks" }
     var blockedBy: String { "st:\(tag):blockedby" }
-    /// Users who subscribed to this user (a set; a superset: entries may outlive the subscription), so that deleting
-    /// the user can remove every subscription to them (SPEC §7).
-    var subscribers: String { "st:\(tag):subscribers" }
+    /// Users who subscribed to this user (a superset: entries may outlive the subscription), so that deleting the user
+    /// can remove every subscription to them (SPEC §7). A sorted set with every score 0, not a set: Redis 7.0 keeps a
+    /// set of strings as a hash table (about 50 bytes an entry) but a sorted set of up to `zset-max-listpack-entries`
+    /// members as a listpack (about 10), which keeps a user with 200 subscribers within docs/scaling.md's budget.
+    var subscribers: String { "st:\(tag):subscribedby" }
+    /// The reverse index as a set, as written by earlier versions: read and deleted with the user, never written.
+    var legacySubscribers: String { "st:\(tag):subscribers" }
+
+    /// Where a WebSocket device that lost its socket may resume from (SPEC §7): `"<connection id> <lost at ms>"`,
+    /// expiring `heartbeatTimeoutSeconds` after the loss; one key per device, so it needs no trimming.
+    func resume(_ deviceId: String) -> String { "st:\(tag):resume:\(deviceId)" }
 
     /// The sliding-window log of one rate-limited operation.
     func rateLimit(_ operation: RateLimitedOperation) -> String { "st:\(tag):rl:\(operation.rawValue)" }
 
     /// Every key of the user, for deletion.
     var all: [String] {
-        [profile, status, devices, subscriptions, friends, blocks, blockedBy, subscribers] + RateLimitedOperation.allCases.map(rateLimit)
+        [profile, status, devices, subscriptions, friends, blocks, blockedBy, subscribers, legacySubscribers]
+            + RateLimitedOperation.allCases.map(rateLimit)
     }
 }
 

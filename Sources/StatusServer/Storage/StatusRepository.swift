@@ -26,6 +26,8 @@ struct StatusRepository: Sendable {
     /// The outcome of removing devices.
     struct RemoveResult: Sendable {
         var change: Change
+        /// Whether the user left `online` with a custom status, which went with it (SPEC §2).
+        var clearedCustomStatus: Bool
         /// The removed devices with what was stored for them.
         var removed: [(deviceId: String, record: DeviceRecord)]
         var reply: StatusReply
@@ -33,89 +35,151 @@ struct StatusRepository: Sendable {
 
     /// Statuses of many users in one round trip; users without a profile are left out.
     func statuses(appId: String, userIds: [String]) async throws -> [String: UserStatus] {
-        guard !userIds.isEmpty else { return [:] }
-        let replies = try await redis.pipeline(Self.statusReads(appId: appId, userIds: userIds))
-        return try Self.statuses(userIds: userIds, from: replies[...])
+        try await stored(appId: appId, userIds: userIds).mapValues(\.status)
     }
 
-    /// The commands that read the statuses of `userIds` (three per user, each touching one user's keys only, so they
-    /// can share a pipeline with other commands, or go to different shards).
-    static func statusReads(appId: String, userIds: [String]) -> [[String]] {
+    /// Statuses of many users with their role, privacy and version time, in one round trip; with `viewer`, also
+    /// whether each is the viewer's friend. Users without a profile are left out.
+    func stored(appId: String, userIds: [String], viewer: String? = nil) async throws -> [String: StoredStatus] {
+        guard !userIds.isEmpty else { return [:] }
+        let replies = try await redis.pipeline(Self.statusReads(appId: appId, userIds: userIds, viewer: viewer))
+        return try Self.stored(userIds: userIds, viewer: viewer, from: replies[...])
+    }
+
+    /// The commands that read the statuses of `userIds`: three per user, each touching one user's keys only, so they
+    /// can share a pipeline with other commands, or go to different shards; with `viewer`, one more at the end, on the
+    /// viewer's own keys: which of them are the viewer's friends (`SMISMEMBER`; friendship is mutual, SPEC §4, so the
+    /// viewer's set answers for all of them at once). A profile always has `createdAt`, so its read tells whether the
+    /// user exists.
+    static func statusReads(appId: String, userIds: [String], viewer: String? = nil) -> [[String]] {
         let keys = RedisKeys(appId: appId)
         var commands: [[String]] = []
-        commands.reserveCapacity(userIds.count * 3)
+        commands.reserveCapacity(userIds.count * 3 + 1)
         for userId in userIds {
             let user = keys.user(userId)
-            commands.append(["EXISTS", user.profile])
-            commands.append(["HMGET", user.status, "t", "cs", "la", "v"])
+            commands.append(["HMGET", user.profile, "createdAt", "role", "lastSeenPrivacy"])
+            commands.append(["HMGET", user.status, "t", "cs", "la", "v", "vt"])
             commands.append(["HGETALL", user.devices])
         }
+        if let viewer { commands.append(["SMISMEMBER", keys.user(viewer).friends] + userIds) }
         return commands
     }
 
-    /// Decodes the replies to ``statusReads(appId:userIds:)``.
-    static func statuses(userIds: [String], from replies: ArraySlice<RedisValue>) throws -> [String: UserStatus] {
-        guard replies.count == userIds.count * 3 else { throw StatusReplyError.malformed }
-        var result: [String: UserStatus] = [:]
+    /// Decodes the replies to ``statusReads(appId:userIds:viewer:)``.
+    static func stored(userIds: [String], viewer: String? = nil, from replies: ArraySlice<RedisValue>) throws -> [String: StoredStatus] {
+        let stride = 3
+        guard replies.count == userIds.count * stride + (viewer == nil ? 0 : 1) else { throw StatusReplyError.malformed }
+        let friendship = viewer == nil ? nil : replies.last?.array
+        if viewer != nil, friendship?.count != userIds.count { throw StatusReplyError.malformed }
+        var result: [String: StoredStatus] = [:]
         result.reserveCapacity(userIds.count)
         for (index, userId) in userIds.enumerated() {
-            let base = replies.startIndex + index * 3
-            guard replies[base].int == 1, let fields = replies[base + 1].array, fields.count == 4 else { continue }
-            var flat = fields.map { $0.isNull ? RedisValue.bulkString([]) : $0 }
-            flat.append(.bulkString([]))
+            let base = replies.startIndex + index * stride
+            guard let profile = replies[base].array, profile.count == 3, !profile[0].isNull,
+                let fields = replies[base + 1].array, fields.count == 5
+            else { continue }
+            var flat = fields.prefix(4).map { $0.isNull ? RedisValue.bulkString([]) : $0 }
+            flat.append(profile[1].isNull ? .bulkString([]) : profile[1])
+            flat.append(profile[2].isNull ? .bulkString([]) : profile[2])
             let devices = replies[base + 2].array ?? []
-            var index = 0
-            while index + 1 < devices.count {
-                if let platform = DeviceRecord.platform(devices[index + 1]) {
-                    flat.append(devices[index])
+            var position = 0
+            while position + 1 < devices.count {
+                if let platform = DeviceRecord.platform(devices[position + 1]) {
+                    flat.append(devices[position])
                     flat.append(.bulkString(Array(platform.utf8)))
                 }
-                index += 2
+                position += 2
             }
-            result[userId] = try StatusReply(userId: userId, values: flat, offset: 0).status
+            let reply = try StatusReply(userId: userId, values: flat, offset: 0)
+            result[userId] = StoredStatus(
+                status: reply.status,
+                role: reply.role,
+                lastSeenPrivacy: reply.lastSeenPrivacy,
+                versionTime: fields[4].int,
+                viewerIsFriend: friendship.map { $0[index] == .integer(1) }
+            )
         }
         return result
     }
 
-    /// SPEC §4 setSelfStatus; `nil` clears. The script publishes the change itself.
-    func setCustomStatus(appId: String, userId: String, value: String?) async throws -> WriteResult {
+    /// Decodes the replies to ``statusReads(appId:userIds:viewer:)`` made without a viewer, statuses only.
+    static func statuses(userIds: [String], from replies: ArraySlice<RedisValue>) throws -> [String: UserStatus] {
+        try stored(userIds: userIds, from: replies).mapValues(\.status)
+    }
+
+    /// SPEC §4 setSelfStatus; `nil` clears. The script publishes the change itself; the app's log of recent changes
+    /// (kept `keepMs`; `nil` when no node needs it) is written in the same round trip.
+    func setCustomStatus(appId: String, userId: String, value: String?, keepMs: Int64?) async throws -> WriteResult {
         let user = RedisKeys(appId: appId).user(userId)
-        let reply = try await run(
-            scripts.setCustomStatus,
-            [user.status, user.profile, user.devices],
-            [value ?? "", appId, userId, BusMessage.channel]
+        let replies = try await redis.pipeline(
+            script: scripts.setCustomStatus,
+            keys: [user.status, user.profile, user.devices],
+            arguments: [value ?? "", appId, userId] + BusChannels.statusArguments(appId, userId),
+            then: keepMs.map { RecentChanges.record(appId: appId, userId: userId, nowMs: WallClock.nowMs(), keepMs: $0) } ?? []
         )
+        let reply = try Self.values(replies[0])
         return WriteResult(
             change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
             reply: try StatusReply(userId: userId, values: reply, offset: 1)
         )
     }
 
-    /// What a connect did besides the status: the device it replaced and the devices it kicked past
-    /// `maxDevicesPerUser` (earliest connected first).
+    /// What a connect did besides the status: the device it replaced and the devices it kicked, by the login policy
+    /// or past `maxDevicesPerUser` (earliest connected first).
     struct ConnectResult: Sendable {
         var write: WriteResult
         var replaced: DeviceRecord?
-        var kicked: [(deviceId: String, record: DeviceRecord)]
+        var kicked: [KickedDevice]
     }
 
-    /// A device connects (`device_connect.lua`, which publishes the change).
-    func connect(appId: String, userId: String, deviceId: String, record: DeviceRecord, maxDevices: Int) async throws -> ConnectResult {
+    /// A device a login kicked.
+    struct KickedDevice: Sendable {
+        var deviceId: String
+        var record: DeviceRecord
+        var reason: KickReason
+    }
+
+    /// Why a login kicked a device (the `reason` of its `kicked` event, SPEC §7).
+    enum KickReason: String, Sendable {
+        case loginPolicy
+        case tooManyDevices
+    }
+
+    /// The login rules `device_connect.lua` applies, passed as one JSON argument: the platforms whose other devices the
+    /// login kicks (``LoginPolicy/platformsKicked(byLoginFrom:)``), then the device limit.
+    struct LoginRules: Sendable, Encodable {
+        var maxDevices: Int
+        var kickPlatforms: [String]
+
+        init(maxDevices: Int, policy: LoginPolicy, platform: Platform) {
+            self.maxDevices = maxDevices
+            self.kickPlatforms = policy.platformsKicked(byLoginFrom: platform).map(\.rawValue).sorted()
+        }
+    }
+
+    /// A device connects (`device_connect.lua`, which applies the login rules and publishes the change).
+    func connect(appId: String, userId: String, deviceId: String, record: DeviceRecord, rules: LoginRules) async throws -> ConnectResult {
         let user = RedisKeys(appId: appId).user(userId)
         let reply = try await run(
             scripts.deviceConnect,
             [user.status, user.profile, user.devices, user.subscriptions],
-            [deviceId, try JSONCoding.string(record), String(maxDevices), appId, userId, BusMessage.channel]
+            [deviceId, try JSONCoding.string(record), try JSONCoding.string(rules), appId, userId]
+                + BusChannels.statusArguments(appId, userId)
         )
+        guard reply.count >= 3 else { throw StatusReplyError.malformed }
         let kickedCount = Int(reply[2].int ?? 0)
-        var kicked: [(deviceId: String, record: DeviceRecord)] = []
+        guard reply.count >= 3 + 3 * kickedCount else { throw StatusReplyError.malformed }
+        var kicked: [KickedDevice] = []
         for index in 0..<kickedCount {
-            guard let id = reply[3 + 2 * index].string, let record = DeviceRecord.decode(reply[4 + 2 * index]) else { continue }
-            kicked.append((id, record))
+            let base = 3 + 3 * index
+            guard let id = reply[base].string, let record = DeviceRecord.decode(reply[base + 1]),
+                let reason = reply[base + 2].string.flatMap(KickReason.init(rawValue:))
+            else { continue }
+            kicked.append(KickedDevice(deviceId: id, record: record, reason: reason))
         }
         let write = WriteResult(
             change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
-            reply: try StatusReply(userId: userId, values: reply, offset: 3 + 2 * kickedCount)
+            reply: try StatusReply(userId: userId, values: reply, offset: 3 + 3 * kickedCount)
         )
         return ConnectResult(write: write, replaced: DeviceRecord.decode(reply[1]), kicked: kicked)
     }
@@ -141,38 +205,48 @@ struct StatusRepository: Sendable {
         let user = RedisKeys(appId: appId).user(userId)
         let arguments =
             [mode.rawValue, String(Int64(retentionSeconds) * 1000), connectionId ?? "", staleBefore.map(String.init) ?? ""]
-            + [appId, userId, BusMessage.channel] + deviceIds
+            + [appId, userId] + BusChannels.statusArguments(appId, userId) + deviceIds
         let reply = try await run(scripts.devicesRemove, [user.status, user.profile, user.devices, user.subscriptions], arguments)
-        let count = Int(reply[1].int ?? 0)
+        guard reply.count >= 3 else { throw StatusReplyError.malformed }
+        let count = Int(reply[2].int ?? 0)
         var removed: [(String, DeviceRecord)] = []
         for index in 0..<count {
-            if let id = reply[2 + index * 2].string, let record = DeviceRecord.decode(reply[3 + index * 2]) { removed.append((id, record)) }
+            if let id = reply[3 + index * 2].string, let record = DeviceRecord.decode(reply[4 + index * 2]) { removed.append((id, record)) }
         }
         return RemoveResult(
             change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
+            clearedCustomStatus: reply[1].int == 1,
             removed: removed,
-            reply: try StatusReply(userId: userId, values: reply, offset: 2 + count * 2)
+            reply: try StatusReply(userId: userId, values: reply, offset: 3 + count * 2)
         )
     }
 
-    /// Keeps the app's online index in step with a user's status (applied in version order).
-    func index(appId: String, status: UserStatus) async throws {
+    /// Keeps the app's online index in step with a user's status (applied in version order), and logs the change in
+    /// the app's recent changes (kept `keepMs`).
+    func index(appId: String, status: UserStatus, keepMs: Int64) async throws {
         let keys = RedisKeys(appId: appId)
         _ = try await redis.evalScript(
             scripts.presenceIndex,
-            keys: [keys.online, keys.onlineVersions],
-            arguments: [status.userId, String(status.version), status.statusType == .online ? "1" : "0"]
+            keys: [keys.online, keys.onlineVersions, keys.recentChanges],
+            arguments: [status.userId, String(status.version), status.statusType == .online ? "1" : "0", String(keepMs)]
         )
     }
 
     private func run(_ script: RedisScript, _ keys: [String], _ arguments: [String]) async throws -> [RedisValue] {
         do {
-            guard let values = try await redis.evalScript(script, keys: keys, arguments: arguments).array else {
-                throw StatusReplyError.malformed
-            }
-            return values
+            return try Self.values(try await redis.evalScript(script, keys: keys, arguments: arguments))
         } catch let error as RedisClientError where error.kind == .server && error.message.contains("USER_NOT_FOUND") {
             throw StatusError(.userNotFound, "user not found")
         }
+    }
+
+    /// A script's reply as values; its `USER_NOT_FOUND` error (as a pipelined reply) is thrown as `USER_NOT_FOUND`.
+    private static func values(_ reply: RedisValue) throws -> [RedisValue] {
+        if case .error(let message) = reply {
+            if message.contains("USER_NOT_FOUND") { throw StatusError(.userNotFound, "user not found") }
+            throw RedisClientError(kind: .server, message: message)
+        }
+        guard let values = reply.array else { throw StatusReplyError.malformed }
+        return values
     }
 }

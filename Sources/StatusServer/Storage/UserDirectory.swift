@@ -76,13 +76,13 @@ struct UserDirectory: Sendable {
         let keys = RedisKeys(appId: appId)
         let user = keys.user(userId)
         let replies = try await redis.pipeline([
-            ["SMEMBERS", user.friends], ["SMEMBERS", user.blocks], ["SMEMBERS", user.blockedBy], ["SMEMBERS", user.subscribers],
-            ["ZRANGE", user.subscriptions, "0", "-1"],
+            ["SMEMBERS", user.friends], ["SMEMBERS", user.blocks], ["SMEMBERS", user.blockedBy], ["ZRANGE", user.subscribers, "0", "-1"],
+            ["ZRANGE", user.subscriptions, "0", "-1"], ["SMEMBERS", user.legacySubscribers],
         ])
         let friends = replies[0].array?.compactMap(\.string) ?? []
         let blocks = replies[1].array?.compactMap(\.string) ?? []
         let blockedBy = replies[2].array?.compactMap(\.string) ?? []
-        let subscribers = replies[3].array?.compactMap(\.string) ?? []
+        let subscribers = Array(Set((replies[3].array ?? []) + (replies[5].array ?? [])).compactMap(\.string))
         let targets = replies[4].array?.compactMap(\.string) ?? []
         _ = try await redis.send(["DEL"] + user.all)
         var commands: [[String]] = [["ZREM", keys.users, userId], ["ZREM", keys.online, userId], ["HDEL", keys.onlineVersions, userId]]
@@ -90,7 +90,8 @@ struct UserDirectory: Sendable {
         commands += blocks.map { ["SREM", keys.user($0).blockedBy, userId] }
         commands += blockedBy.map { ["SREM", keys.user($0).blocks, userId] }
         commands += subscribers.map { ["ZREM", keys.user($0).subscriptions, userId] }
-        commands += targets.map { ["SREM", keys.user($0).subscribers, userId] }
+        commands += targets.map { ["ZREM", keys.user($0).subscribers, userId] }
+        commands += targets.map { ["SREM", keys.user($0).legacySubscribers, userId] }
         _ = try await redis.pipeline(commands)
         return Set(friends + blocks + blockedBy + subscribers)
     }
@@ -102,7 +103,7 @@ struct UserDirectory: Sendable {
     func addSubscriber(appId: String, subscriberId: String, targetIds: [String]) async throws {
         guard !targetIds.isEmpty else { return }
         let keys = RedisKeys(appId: appId)
-        _ = try await redis.pipeline(targetIds.map { ["SADD", keys.user($0).subscribers, subscriberId] })
+        _ = try await redis.pipeline(targetIds.map { ["ZADD", keys.user($0).subscribers, "0", subscriberId] })
     }
 
     /// Adds mutual friendships.

@@ -2,13 +2,15 @@ import StatusCore
 
 /// The JSON text frames of the device WebSocket (SPEC §7).
 enum DeviceFrames {
-    /// `{"event": "welcome", "userId", "deviceId", "heartbeatSeconds", "status"}`.
+    /// `{"event": "welcome", "userId", "deviceId", "heartbeatSeconds", "status", "resume"}`; `resume` is the token a
+    /// reconnect presents to be sent what it missed (SPEC §7, ``ResumePoint``).
     struct Welcome: Encodable {
         var event = "welcome"
         var userId: String
         var deviceId: String
         var heartbeatSeconds: Int
         var status: UserStatus
+        var resume: String
     }
 
     /// `{"event": "onUserStatusChanged", "statuses": [...]}`.

@@ -28,6 +28,8 @@ struct DeviceGateway: Sendable {
         var deviceId: String
         var platform: Platform
         var scope: PresenceScope
+        /// The `resume` token presented, when it could be one (SPEC §7; anything else is ignored).
+        var resume: String?
     }
 
     /// What an upgrade request gets: a session whose handler is ready to go into the pipeline, or a refusal with the
@@ -72,7 +74,8 @@ struct DeviceGateway: Sendable {
         guard let rawPlatform = query.get("platform") else { throw StatusError(.invalidRequest, "platform is required") }
         let platform = try Platform.parse(String(rawPlatform))
         let scope = try PresenceScope.parse(query.get("presence").map { String($0) })
-        return Parameters(app: app, userId: userId, deviceId: deviceId, platform: platform, scope: scope)
+        let resume = query.get("resume").map { String($0) }.flatMap { ResumePoint.isPlausible(token: $0) ? $0 : nil }
+        return Parameters(app: app, userId: userId, deviceId: deviceId, platform: platform, scope: scope, resume: resume)
     }
 
     /// Authorizes, registers the session in the fan-out index (so no event is missed from here on: it waits in the
@@ -92,14 +95,12 @@ struct DeviceGateway: Sendable {
         try await channel.eventLoop.submit {
             session.channelHandler = DeviceChannelHandler(session: session, gateway: gateway, limits: gateway.limits)
         }.get()
-        if index.add(session) {
-            await fanout.loadRelations(AppUser(appId: session.appId, userId: session.userId))
-        }
+        await fanout.register(session)
         recordGauges()
-        let status: UserStatus
+        let connected: PresenceOperations.Connected
         do {
             try await services.nodeDevices.add(session)
-            status = try await services.presence.connect(
+            connected = try await services.presence.connect(
                 app: parameters.app,
                 userId: session.userId,
                 deviceId: session.deviceId,
@@ -118,9 +119,18 @@ struct DeviceGateway: Sendable {
             userId: session.userId,
             deviceId: session.deviceId,
             heartbeatSeconds: parameters.app.config.heartbeatIntervalSeconds,
-            status: status
+            status: connected.status,
+            resume: session.connectionId
         )
-        return (session, WebSocketWire.text(try JSONCoding.string(welcome)))
+        var frames = WebSocketWire.text(try JSONCoding.string(welcome))
+        if let token = parameters.resume,
+            var missed = await SessionResume(services: services, index: index)
+                .missedChanges(token: token, session: session, app: parameters.app, replaced: connected.replaced)
+        {
+            // Right after the welcome, before anything the session has waiting (SPEC §7).
+            frames.writeBuffer(&missed)
+        }
+        return (session, frames)
     }
 
     /// A connect that failed (or whose answer was lost) may still have been applied: removes the device by its
@@ -128,7 +138,7 @@ struct DeviceGateway: Sendable {
     private func abandon(_ session: DeviceSession, app: AppRecord) async {
         // The handler never gets the channel: drop it (it and the session hold each other until then).
         session.eventLoop.execute { session.channelHandler = nil }
-        index.remove(session)
+        fanout.unregister(session)
         recordGauges()
         do {
             try await services.presence.remove(
@@ -162,15 +172,19 @@ struct DeviceGateway: Sendable {
     /// (offline if last); a logout, kick or replacement was already written.
     func depart(_ session: DeviceSession, because ending: DeviceSession.Ending) {
         if ending == .tooSlow { Metrics.slowConsumers.increment() }
-        let queued = work.submit { await fileDeparture(session, because: ending) }
+        // Events written since the device last showed a sign of life may never have reached it: a resume resends
+        // what changed from then on (SPEC §7).
+        let lostAt = WallClock.nowMs() - session.silenceMs - ResumePoint.clockMargin
+        let queued = work.submit { await fileDeparture(session, because: ending, lostAt: lostAt) }
         if !queued {
-            // Still on the node's device list: its reconciliation files the departure.
-            index.remove(session)
+            // Still on the node's device list: its reconciliation files the departure; the housekeeping drops the
+            // bus channels nobody needs any more.
+            fanout.unregister(session)
             recordGauges()
         }
     }
 
-    private func fileDeparture(_ session: DeviceSession, because ending: DeviceSession.Ending) async {
+    private func fileDeparture(_ session: DeviceSession, because ending: DeviceSession.Ending, lostAt: Int64) async {
         let departure: PresenceOperations.Departure?
         switch ending {
         case .removed: departure = nil
@@ -179,6 +193,13 @@ struct DeviceGateway: Sendable {
         }
         do {
             if let departure, let app = try await services.apps.find(session.appId) {
+                await services.presence.recordResumePoint(
+                    app: app,
+                    userId: session.userId,
+                    deviceId: session.deviceId,
+                    connection: session.connectionId,
+                    lostAt: lostAt
+                )
                 try await services.presence.remove(
                     app: app,
                     userId: session.userId,
@@ -192,7 +213,7 @@ struct DeviceGateway: Sendable {
         } catch {
             services.logger.warning("could not file a departure", metadata: ["user": "\(session.userId)", "error": "\(error)"])
         }
-        index.remove(session)
+        fanout.unregister(session)
         recordGauges()
     }
 

@@ -16,26 +16,36 @@ struct WebhookQueue: Sendable {
     /// The stream is trimmed to about this many entries, so an unreachable receiver cannot grow Redis without bound.
     static let maxLength = 1_000_000
 
-    /// Queues one device-level transition when the app has a webhook; a queueing failure is logged.
+    /// Queues one device-level transition when the app has a webhook; a queueing failure is logged. A login that
+    /// kicked other devices lists them in `kickedDevices`.
     func enqueue(
         app: AppRecord,
         userId: String,
         deviceId: String,
         platform: String,
         action: (action: String, reason: String),
-        statusType: StatusType
+        statusType: StatusType,
+        kickedDevices: [WebhookEvent.KickedDevice] = []
     ) async {
-        guard app.config.webhook != nil else { return }
-        let event = WebhookEvent(
-            appId: app.appId,
-            userId: userId,
+        let transition = WebhookEvent.Action.device(
             deviceId: deviceId,
             platform: platform,
             action: action.action,
             reason: action.reason,
-            statusType: statusType.rawValue,
-            eventTime: WallClock.nowMs()
+            kickedDevices: kickedDevices
         )
+        await enqueue(app: app, userId: userId, transition, statusType: statusType)
+    }
+
+    /// Queues a change of the user's custom status (`customStatusChange`) when the app has a webhook.
+    func enqueueCustomStatusChange(app: AppRecord, userId: String, customStatus: String?, cleared: Bool, statusType: StatusType) async {
+        let change = WebhookEvent.Action.customStatus(customStatus: customStatus, reason: cleared ? "cleared" : "setCustomStatus")
+        await enqueue(app: app, userId: userId, change, statusType: statusType)
+    }
+
+    private func enqueue(app: AppRecord, userId: String, _ action: WebhookEvent.Action, statusType: StatusType) async {
+        guard app.config.webhook != nil else { return }
+        let event = WebhookEvent(appId: app.appId, userId: userId, action: action, statusType: statusType, eventTime: WallClock.nowMs())
         do {
             let body = try JSONCoding.string(event)
             _ = try await redis.send("XADD", Self.stream, "MAXLEN", "~", String(Self.maxLength), "*", "app", app.appId, "body", body, "attempt", "0")
@@ -43,17 +53,4 @@ struct WebhookQueue: Sendable {
             logger.warning("webhook enqueue failed", metadata: ["error": "\(error)"])
         }
     }
-}
-
-/// The SPEC §8 callback body.
-struct WebhookEvent: Sendable, Codable, Hashable {
-    var event = "stateChange"
-    var appId: String
-    var userId: String
-    var deviceId: String
-    var platform: String
-    var action: String
-    var reason: String
-    var statusType: String
-    var eventTime: Int64
 }

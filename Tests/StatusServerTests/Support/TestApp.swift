@@ -75,6 +75,14 @@ struct TestAppError: Error, CustomStringConvertible {
 /// The premium app config with the status-query switch on, the usual starting point of tests.
 let premiumConfig: JSONValue = .object(["plan": .string("premium"), "statusQuery": .bool(true)])
 
+/// The same config as a value, for the pure tests of the fan-out.
+let premiumAppConfig: AppConfig = {
+    var config = AppConfig()
+    config.plan = .premium
+    config.statusQuery = true
+    return config
+}()
+
 /// Runs `body` against a statusd built by `buildApplication` on the test Redis, through the router (no sockets)
 /// or live (`.live`, real HTTP and WebSocket on a free port).
 func withStatusd<Value>(

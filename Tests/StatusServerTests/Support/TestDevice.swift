@@ -9,6 +9,7 @@ import Synchronization
 /// A device connected to a live statusd over a real WebSocket, recording every frame it receives.
 final class TestDevice: Sendable {
     private let received = Mutex<[JSONValue]>([])
+    private let texts = Mutex<[String]>([])
     private let writer = Mutex<WebSocketOutboundWriter?>(nil)
     private let closed = Atomic<Bool>(false)
     private let counter = Atomic<Int>(0)
@@ -76,6 +77,9 @@ final class TestDevice: Sendable {
         }
     }
 
+    /// Every text frame received so far, as sent (the welcome included), in arrival order.
+    var rawFrames: [String] { texts.withLock { $0 } }
+
     /// Whether the server closed the socket.
     var isClosed: Bool { closed.load(ordering: .relaxed) }
 
@@ -100,6 +104,7 @@ final class TestDevice: Sendable {
     /// Keeps a received frame; an `onUserStatusChanged` that coalesces several statuses is kept as one frame per
     /// status, in order, so tests look at each change alone.
     fileprivate func record(_ text: String) {
+        texts.withLock { $0.append(text) }
         let frame = (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .string(text)
         if frame["event"].string == "onUserStatusChanged", case .array(let statuses) = frame["statuses"], statuses.count > 1 {
             received.withLock { frames in
@@ -128,6 +133,8 @@ struct DeviceOptions {
     var reads = true
     /// The `Origin` header a browser would send, if any.
     var origin: String?
+    /// A `resume` token to send back (SPEC §7).
+    var resume: String?
 }
 
 extension APIClient {
@@ -148,6 +155,7 @@ extension APIClient {
         let token = try await token(for: userId)
         var query = "deviceId=\(options.deviceId)&platform=\(options.platform)"
         if let presence = options.presence { query += "&presence=\(presence)" }
+        if let resume = options.resume { query += "&resume=\(resume)" }
         var headers: HTTPFields = [:]
         if options.tokenInQuery { query += "&token=\(token)" } else { headers[.authorization] = "Bearer \(token)" }
         if let origin = options.origin { headers[.origin] = origin }

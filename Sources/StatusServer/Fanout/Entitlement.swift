@@ -1,0 +1,35 @@
+import StatusCore
+
+/// SPEC §6 as a pure rule for one (watching session, watched user) pair: whether the session hears about the user's
+/// changes. ``FanoutIndex`` applies the same rules through its per-target tables on the delivery path; this form
+/// serves where one session's rights are asked about a list of users (a resuming device, SPEC §7).
+enum Entitlement {
+    /// What relates the watching session's user to one watched user.
+    struct Facts: Sendable, Equatable {
+        var userId: String
+        /// The watched user is the session's own user.
+        var isSelf: Bool
+        /// The session's user subscribes to them.
+        var subscribes: Bool
+        /// They are friends.
+        var isFriend: Bool
+        /// Either blocked the other.
+        var blocked: Bool
+    }
+
+    /// Whether a session with presence `scope` hears about the user of `facts` (whose profile role is `role`) under
+    /// `config`.
+    static func hears(_ facts: Facts, role: String?, scope: PresenceScope, config: AppConfig) -> Bool {
+        if facts.isSelf { return config.multiDeviceSync }
+        guard config.plan == .premium, !facts.blocked else { return false }
+        if config.friendStatusNotify && facts.isFriend { return true }
+        guard config.statusQuery else { return false }
+        if facts.subscribes { return true }
+        switch scope {
+        case .subscriptions: return false
+        case .friends: return facts.isFriend
+        case .all: return true
+        case .roles(let roles): return role.map(roles.contains) ?? false
+        }
+    }
+}

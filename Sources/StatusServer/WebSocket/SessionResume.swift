@@ -1,0 +1,53 @@
+import NIOCore
+import StatusCore
+
+/// What a device resuming a session is sent right after its welcome (SPEC §7; the design is in `docs/resume.md`): the
+/// users it hears about whose version moved since the session named by its token lost its socket.
+struct SessionResume: Sendable {
+    let services: ServerServices
+    let index: FanoutIndex
+
+    /// SPEC §7 resume: one `onUserStatusChanged` frame with the current status of every user the session hears about
+    /// whose version moved since the session named by `token` lost its socket; nil for an unknown or expired token,
+    /// or when nothing moved. The session's own rights decide what it is sent, and lastActiveAt is shown as last-seen
+    /// privacy allows. A failure to read is a plain connect.
+    func missedChanges(token: String, session: DeviceSession, app: AppRecord, replaced: DeviceRecord?) async -> ByteBuffer? {
+        do {
+            let key = RedisKeys(appId: app.appId).user(session.userId).resume(session.deviceId)
+            let stored = try await services.redis.send("GET", key).string.flatMap(ResumePoint.init(stored:))
+            guard let since = ResumePoint.since(token: token, stored: stored, replaced: replaced) else { return nil }
+            // Beyond its relationships, a device of scope `all` or `roles:` hears about anyone: the app's log of recent
+            // changes names who moved since then.
+            var others: [String] = []
+            switch session.scope {
+            case .all, .roles:
+                if app.config.allowsStatusQuery {
+                    others = try await services.redis.send(RecentChanges.read(appId: app.appId, since: since)).array?.compactMap(\.string) ?? []
+                }
+            case .subscriptions, .friends:
+                break
+            }
+            let watched = index.watched(by: session, including: others)
+            var missed: [UserStatus] = []
+            var start = 0
+            while start < watched.count {
+                let chunk = watched[start..<min(start + FanoutService.resyncChunk, watched.count)]
+                start += FanoutService.resyncChunk
+                let statuses = try await services.statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
+                for facts in chunk {
+                    guard let stored = statuses[facts.userId], ResumePoint.moved(versionTime: stored.versionTime, since: since),
+                        Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config)
+                    else { continue }
+                    let viewer: LastSeenPrivacy.Viewer = facts.isSelf ? .privileged : .other(isFriend: facts.isFriend)
+                    missed.append(stored.viewed(by: viewer, appDefault: app.config.lastSeenPrivacy))
+                }
+            }
+            guard !missed.isEmpty else { return nil }
+            missed.sort { $0.userId < $1.userId }
+            return WebSocketWire.text(try JSONCoding.string(DeviceFrames.StatusChanged(statuses: missed)))
+        } catch {
+            services.logger.debug("resume skipped", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §7 resume as pure rules: which token is honoured, from when, and which statuses count as moved.
+@Suite struct ResumePointTests {
+    private func device(connection: String, kind: DeviceRecord.Kind = .webSocket, connectedAt: Int64? = 50_000) -> DeviceRecord {
+        DeviceRecord(platform: "web", node: "n", connection: connection, kind: kind, heartbeat: nil, connectedAt: connectedAt)
+    }
+
+    @Test func theStoredFormReadsBack() {
+        let point = ResumePoint(connection: "6F1C2B0E-3D4A-4E5F-8A9B-0C1D2E3F4A5B", lostAt: 1_763_800_000_123)
+        #expect(ResumePoint(stored: point.stored) == point)
+        #expect(ResumePoint(stored: "garbage") == nil)
+        #expect(ResumePoint(stored: "a b c") == nil)
+        #expect(ResumePoint(stored: "a notanumber") == nil)
+    }
+
+    @Test func aTokenResumesFromTheRecordedLossOfItsOwnConnectionOnly() {
+        let stored = ResumePoint(connection: "c1", lostAt: 90_000)
+        #expect(ResumePoint.since(token: "c1", stored: stored, replaced: nil) == 90_000)
+        #expect(ResumePoint.since(token: "c2", stored: stored, replaced: nil) == nil)
+        #expect(ResumePoint.since(token: "c1", stored: nil, replaced: nil) == nil, "expired or never recorded")
+    }
+
+    @Test func aConnectionNeverFiledResumesFromWhenItWasMade() {
+        #expect(ResumePoint.since(token: "c1", stored: nil, replaced: device(connection: "c1")) == 50_000 - ResumePoint.clockMargin)
+        #expect(ResumePoint.since(token: "c1", stored: nil, replaced: device(connection: "c0")) == nil)
+        #expect(ResumePoint.since(token: "c1", stored: nil, replaced: device(connection: "c1", kind: .backend)) == nil)
+        #expect(ResumePoint.since(token: "c1", stored: nil, replaced: device(connection: "c1", connectedAt: nil)) == nil)
+        // A recorded loss wins over the record it replaced.
+        #expect(ResumePoint.since(token: "c1", stored: ResumePoint(connection: "c1", lostAt: 70_000), replaced: device(connection: "c1")) == 70_000)
+    }
+
+    @Test func movedMeansAVersionTimeAtOrAfterTheLoss() {
+        #expect(ResumePoint.moved(versionTime: 100, since: 100))
+        #expect(ResumePoint.moved(versionTime: 101, since: 100))
+        #expect(!ResumePoint.moved(versionTime: 99, since: 100))
+        #expect(!ResumePoint.moved(versionTime: nil, since: 100))
+    }
+
+    @Test func onlyTokensShapedLikeConnectionIdsAreLookedUp() {
+        #expect(ResumePoint.isPlausible(token: "6F1C2B0E-3D4A-4E5F-8A9B-0C1D2E3F4A5B"))
+        #expect(!ResumePoint.isPlausible(token: ""))
+        #expect(!ResumePoint.isPlausible(token: "a b"))
+        #expect(!ResumePoint.isPlausible(token: "a:b"))
+        #expect(!ResumePoint.isPlausible(token: "é"))
+        #expect(!ResumePoint.isPlausible(token: String(repeating: "a", count: 65)))
+        #expect(ResumePoint.isPlausible(token: String(repeating: "a", count: 64)))
+    }
+}
