@@ -158,8 +158,9 @@ struct RedisClusterTests {
                 for key in owned {
                     _ = try await client.send("SET", key, "kept")
                 }
-                // Make sure the replica has them before the master dies (replication is asynchronous).
-                _ = try cluster.cli(["-p", "\(cluster.nodes[0].port)", "WAIT", "1", "2000"])
+                // Make sure the replica has them before the master dies (replication is asynchronous). `WAIT` from
+                // another connection would not do: it waits only for that connection's own writes.
+                try await cluster.waitUntilReplicated(masterPort: cluster.nodes[0].port)
                 let killedAt = ContinuousClock.now
                 await cluster.kill(0)
                 var unavailable = 0
@@ -175,7 +176,7 @@ struct RedisClusterTests {
                         return false
                     }
                 }
-                #expect(recovered)
+                #expect(recovered, "cluster after the failover:\n\(cluster.diagnostics())")
                 #expect(unavailable > 0)
                 print("failover: served again \(ContinuousClock.now - killedAt) after the kill, \(unavailable) calls unavailable")
                 for key in owned {

@@ -133,6 +133,21 @@ public final class RedisTestCluster: @unchecked Sendable {
         throw RedisTestClusterError(message: "the replicas of the master on port \(port) did not catch up")
     }
 
+    /// What the live nodes say of the cluster (`CLUSTER NODES` and each node's replication role), for a failed
+    /// test's message.
+    public func diagnostics() -> String {
+        var text = ""
+        for node in self.nodes where node.process != nil {
+            let nodes = (try? self.cli(["-p", "\(node.port)", "CLUSTER", "NODES"])) ?? "(no answer)"
+            let replication = (try? self.cli(["-p", "\(node.port)", "INFO", "replication"])) ?? "(no answer)"
+            let role = replication.split(whereSeparator: \.isNewline).filter {
+                $0.hasPrefix("role:") || $0.hasPrefix("master_link_status:") || $0.hasPrefix("slave0:") || $0.hasPrefix("master_repl_offset:")
+            }
+            text += "node \(node.port): \(role.joined(separator: " "))\n\(nodes)\n"
+        }
+        return text
+    }
+
     /// Runs `redis-cli` with `arguments` and returns its standard output; throws when it exits with a failure.
     @discardableResult
     public func cli(_ arguments: [String]) throws -> String {
