@@ -190,9 +190,11 @@ struct RedisClientIntegrationTests {
     }
 
     @Test func boundsCommandsInFlight() async throws {
-        try await withRedisURL { url in
+        // A server of its own, also when the suite runs on a cluster: there the PING would go to another master's
+        // connection than the BLPOP, and nothing would be in flight before it.
+        try await withPrivateRedisServer { server in
             try await withConfiguredClient(
-                testConfiguration(url) {
+                testConfiguration(server.url) {
                     $0.poolSize = 1
                     $0.maxPendingPerConnection = 1
                 }
