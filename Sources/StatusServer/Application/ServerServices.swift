@@ -17,6 +17,8 @@ struct ServerServices: Sendable {
     let tokens: TokenService
     let bus: EventBus
     let webhooks: WebhookQueue
+    /// The app-wide writes that follow a presence change, and how long the log of recent changes keeps an entry.
+    let recorder: ChangeRecorder
     let nodeDevices: NodeRegistry
     let logger: Logger
 
@@ -36,6 +38,7 @@ struct ServerServices: Sendable {
         let bus = EventBus(redis: redis, logger: logger)
         self.bus = bus
         let recorder = ChangeRecorder(statuses: statuses, leaseSeconds: configuration.nodeLeaseSeconds, logger: logger)
+        self.recorder = recorder
         let webhooks = WebhookQueue(redis: redis, logger: logger)
         self.webhooks = webhooks
         self.operations = StatusOperations(

@@ -100,11 +100,7 @@ final class FanoutService: Service, Sendable {
         var commands: [[String]] = []
         for appId in appIds {
             guard let config = try? await services.apps.find(appId)?.config else { continue }
-            let keepMs = RecentChanges.keepMs(
-                heartbeatTimeoutSeconds: config.heartbeatTimeoutSeconds,
-                leaseSeconds: services.nodeDevices.leaseSeconds
-            )
-            commands.append(RecentChanges.markListening(appId: appId, keepMs: keepMs))
+            commands.append(RecentChanges.markListening(appId: appId, keepMs: services.recorder.keepMs(config)))
         }
         do {
             _ = try await services.redis.pipeline(commands)
