@@ -45,7 +45,7 @@ import Testing
         #expect(index.update(key, relations: Relations(subscriptions: ["bob"], friends: [], blocked: []), sequence: second))
         // The earlier read (made before bob was subscribed) comes back last: ignored.
         #expect(!index.update(key, relations: Relations(subscriptions: [], friends: [], blocked: []), sequence: first))
-        #expect(index.recipients(of: change("bob", version: 1), config: premium).map(\.userId) == ["watcher"])
+        #expect(index.audience(of: change("bob", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
     }
 
     @Test func resynchronisationDeliversOnlyMovedVersionsAndStaleChangesAreDropped() {
@@ -59,10 +59,10 @@ import Testing
         #expect(index.watchedTargets()["app"].map(Set.init) == ["watcher", "bob"])
         let bob3 = change("bob", version: 3).status
         #expect(index.hasMoved(bob3, appId: "app"), "nothing delivered yet: a resynchronisation sends it")
-        #expect(index.recipients(of: change("bob", version: 3), config: premium).count == 1)
+        #expect(index.audience(of: change("bob", version: 3), config: premium).sessions.count == 1)
         #expect(!index.hasMoved(bob3, appId: "app"))
         // Version 2 arriving late on the bus is stale.
-        #expect(index.recipients(of: change("bob", version: 2), config: premium).isEmpty)
+        #expect(index.audience(of: change("bob", version: 2), config: premium).sessions.isEmpty)
     }
 
     @Test func anOverflowingInboxKeepsItsGapFlag() async {

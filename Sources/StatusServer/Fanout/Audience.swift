@@ -7,4 +7,6 @@ struct Audience {
 
     var isEmpty: Bool { seeing.isEmpty && masked.isEmpty }
     var count: Int { seeing.count + masked.count }
+    /// Every recipient, whatever it may see.
+    var sessions: [DeviceSession] { seeing + masked }
 }

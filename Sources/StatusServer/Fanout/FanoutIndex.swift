@@ -185,12 +185,6 @@ final class FanoutIndex: Sendable {
     /// How many users have a session on this node.
     var userCount: Int { state.withLock { $0.users.count } }
 
-    /// The sessions that must receive a change of `change.status.userId` under `config` (SPEC §6), each once.
-    func recipients(of change: StatusChange, config: AppConfig) -> [DeviceSession] {
-        let audience = audience(of: change, config: config)
-        return audience.seeing + audience.masked
-    }
-
     /// The sessions that must receive a change of `change.status.userId` under `config` (SPEC §6), each once, split by
     /// what they may see of it (SPEC §2 last-seen privacy: the user's own setting carried by the change, else the app
     /// default). The split costs nothing while the user lets everyone see `lastActiveAt`.

@@ -102,11 +102,6 @@ struct StatusRepository: Sendable {
         return result
     }
 
-    /// Decodes the replies to ``statusReads(appId:userIds:viewer:)`` made without a viewer, statuses only.
-    static func statuses(userIds: [String], from replies: ArraySlice<RedisValue>) throws -> [String: UserStatus] {
-        try stored(userIds: userIds, from: replies).mapValues(\.status)
-    }
-
     /// SPEC §4 setSelfStatus; `nil` clears. The script publishes the change itself; the app's log of recent changes
     /// (kept `keepMs`; `nil` when no node needs it) is written in the same round trip.
     func setCustomStatus(appId: String, userId: String, value: String?, keepMs: Int64?) async throws -> WriteResult {
