@@ -25,44 +25,47 @@ local previous = redis.call('HGET', KEYS[3], ARGV[1]) or ''
 redis.call('HSET', KEYS[3], ARGV[1], cjson.encode(device))
 redis.call('PERSIST', KEYS[4])
 
--- The user's other devices, earliest connected first (ties by id, so every run orders them alike).
-local others = {}
-local all = redis.call('HGETALL', KEYS[3])
-for i = 1, #all, 2 do
-    if all[i] ~= ARGV[1] then
-        local d = cjson.decode(all[i + 1])
-        others[#others + 1] = { id = all[i], raw = all[i + 1], ct = tonumber(d.ct or 0), p = d.p }
-    end
-end
-table.sort(others, function(a, b)
-    if a.ct == b.ct then
-        return a.id < b.id
-    end
-    return a.ct < b.ct
-end)
-
-local kick_platforms = {}
-for _, platform in ipairs(rules.kickPlatforms) do
-    kick_platforms[platform] = true
-end
 local kicked = {}
-local function kick(other, reason)
-    redis.call('HDEL', KEYS[3], other.id)
-    kicked[#kicked + 1] = other.id
-    kicked[#kicked + 1] = other.raw
-    kicked[#kicked + 1] = reason
-end
-local remaining = {}
-for _, other in ipairs(others) do
-    if kick_platforms[other.p] then
-        kick(other, 'loginPolicy')
-    else
-        remaining[#remaining + 1] = other
+-- Most logins kick nobody: the other devices are only read when the policy names platforms or the limit is passed.
+if #rules.kickPlatforms > 0 or redis.call('HLEN', KEYS[3]) > tonumber(rules.maxDevices) then
+    -- The user's other devices, earliest connected first (ties by id, so every run orders them alike).
+    local others = {}
+    local all = redis.call('HGETALL', KEYS[3])
+    for i = 1, #all, 2 do
+        if all[i] ~= ARGV[1] then
+            local d = cjson.decode(all[i + 1])
+            others[#others + 1] = { id = all[i], raw = all[i + 1], ct = tonumber(d.ct or 0), p = d.p }
+        end
     end
-end
-local excess = #remaining + 1 - tonumber(rules.maxDevices)
-for i = 1, excess do
-    kick(remaining[i], 'tooManyDevices')
+    table.sort(others, function(a, b)
+        if a.ct == b.ct then
+            return a.id < b.id
+        end
+        return a.ct < b.ct
+    end)
+
+    local kick_platforms = {}
+    for _, platform in ipairs(rules.kickPlatforms) do
+        kick_platforms[platform] = true
+    end
+    local function kick(other, reason)
+        redis.call('HDEL', KEYS[3], other.id)
+        kicked[#kicked + 1] = other.id
+        kicked[#kicked + 1] = other.raw
+        kicked[#kicked + 1] = reason
+    end
+    local remaining = {}
+    for _, other in ipairs(others) do
+        if kick_platforms[other.p] then
+            kick(other, 'loginPolicy')
+        else
+            remaining[#remaining + 1] = other
+        end
+    end
+    local excess = #remaining + 1 - tonumber(rules.maxDevices)
+    for i = 1, excess do
+        kick(remaining[i], 'tooManyDevices')
+    end
 end
 
 local changed = 2
