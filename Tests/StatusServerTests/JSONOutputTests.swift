@@ -67,6 +67,28 @@ import Testing
         }
     }
 
+    @Test func welcomeFramesAreWhatJSONEncoderWrites() throws {
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<500 {
+            let status = UserStatus(
+                userId: Self.generatedString(&generator),
+                statusType: .online,
+                customStatus: round % 2 == 0 ? nil : Self.generatedString(&generator),
+                lastActiveAt: Int64.random(in: 0...2_000_000_000_000, using: &generator),
+                version: Int64.random(in: 0...1_000_000, using: &generator),
+                onlineDevices: [OnlineDevice(deviceId: Self.generatedString(&generator), platform: .web)]
+            )
+            let welcome = DeviceFrames.Welcome(
+                userId: status.userId,
+                deviceId: Self.generatedString(&generator),
+                heartbeatSeconds: Int.random(in: 1...3600, using: &generator),
+                status: status,
+                resume: Self.generatedString(&generator)
+            )
+            #expect(String(decoding: welcome.jsonBytes, as: UTF8.self) == (try JSONCoding.string(welcome)))
+        }
+    }
+
     @Test func queryResultsAreWhatJSONEncoderWrites() throws {
         let result = StatusQueryResult(
             statuses: [

@@ -91,24 +91,33 @@ import Testing
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["alice"])
             let old = try #require(expectOK(try await app.call(.post, "/users/alice/tokens", [:]))["token"].string)
-            #expect(try await services.tokens.verify(old).1 == "alice")
+            let generation = try #require(try await services.users.tokenGeneration(appId: app.appId, userId: "alice"))
+            #expect(try await services.tokens.verify(old).generation == generation)
             // Updating the profile keeps the tokens valid.
             expectOK(try await app.call(.put, "/users/alice", ["name": "Alice"]))
-            #expect(try await services.tokens.verify(old).1 == "alice")
-
-            #expect(try await app.call(.delete, "/users/alice").status == 204)
-            try await app.createUsers(["alice"])
-            await #expect(throws: StatusError.self) { try await services.tokens.verify(old) }
+            #expect(try await services.users.tokenGeneration(appId: app.appId, userId: "alice") == generation)
             let headers = [
                 "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
                 "Authorization": "Bearer \(old)",
             ]
+            // The node verifies the token (and caches it): a bad platform is then the only fault.
+            let verified = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=toaster", headers: headers)
+            #expect(verified.status == 400)
+
+            #expect(try await app.call(.delete, "/users/alice").status == 204)
+            try await app.createUsers(["alice"])
+            // The signature still checks out; the generation is the user's no more, and the connect refuses it.
+            #expect(try await services.tokens.verify(old).generation == generation)
+            #expect(try await services.users.tokenGeneration(appId: app.appId, userId: "alice") != generation)
             let refused = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: headers)
             #expect(refused.status == 401)
             #expect(refused.body["error"]["code"].string == "UNAUTHORIZED")
+            // Refused in the connect's own step: nothing was written.
+            #expect(try await redis.send("HLEN", RedisKeys(appId: app.appId).user("alice").devices).int == 0)
+            #expect(try await redis.send("HGET", RedisKeys(appId: app.appId).user("alice").status, "t").string == nil)
 
             let fresh = try #require(expectOK(try await app.call(.post, "/users/alice/tokens", [:]))["token"].string)
-            #expect(try await services.tokens.verify(fresh).1 == "alice")
+            #expect(try await services.tokens.verify(fresh).userId == "alice")
         }
         await redis.close()
     }

@@ -59,7 +59,7 @@ struct ServerServices: Sendable {
             nodeId: configuration.nodeId,
             logger: logger
         )
-        self.tokens = TokenService(apps: apps, users: users)
+        self.tokens = TokenService(apps: apps, users: users, cache: VerifiedTokenCache())
         self.nodeDevices = NodeRegistry(redis: redis, nodeId: configuration.nodeId, leaseSeconds: configuration.nodeLeaseSeconds)
     }
 

@@ -146,19 +146,13 @@ struct HousekeepingService: Service {
     private func fileDisconnect(_ device: (appId: String, userId: String, deviceId: String, connection: String)) async throws {
         guard let app = try await services.apps.find(device.appId) else { return }
         let lostAt = WallClock.nowMs() - 2 * Int64(services.nodeDevices.leaseSeconds) * 1000 - ResumePoint.clockMargin
-        await services.presence.recordResumePoint(
-            app: app,
-            userId: device.userId,
-            deviceId: device.deviceId,
-            connection: device.connection,
-            lostAt: lostAt
-        )
         try await services.presence.remove(
             app: app,
             userId: device.userId,
             deviceIds: [device.deviceId],
             because: .disconnect,
-            connection: device.connection
+            connection: device.connection,
+            lostAt: lostAt
         )
     }
 

@@ -78,3 +78,22 @@ extension StatusQueryResult: JSONWritable {
         output.raw("]}")
     }
 }
+
+extension DeviceFrames.Welcome: JSONWritable {
+    /// Written once per connect: `JSONEncoder` of this frame was a fortieth of the node's CPU under churn.
+    func writeJSON(to output: inout JSONOutput) {
+        output.raw(#"{"deviceId":"#)
+        output.string(deviceId)
+        output.raw(#","event":"#)
+        output.string(event)
+        output.raw(#","heartbeatSeconds":"#)
+        output.integer(Int64(heartbeatSeconds))
+        output.raw(#","resume":"#)
+        output.string(resume)
+        output.raw(#","status":"#)
+        status.writeJSON(to: &output)
+        output.raw(#","userId":"#)
+        output.string(userId)
+        output.byte(UInt8(ascii: "}"))
+    }
+}

@@ -47,13 +47,15 @@ struct PresenceOperations: Sendable {
 
     /// Connects a device under the app's login rules (SPEC §3 `loginPolicy`, `maxDevicesPerUser`): devices the login
     /// kicks are closed with a `kicked` event, and a device already connected under that id is replaced and closed.
+    /// A device connecting with a user token passes the token's `generation`: a user deleted since is `UNAUTHORIZED`.
     func connect(
         app: AppRecord,
         userId: String,
         deviceId: String,
         platform: Platform,
         kind: DeviceRecord.Kind,
-        connection: String
+        connection: String,
+        generation: String? = nil
     ) async throws -> Connected {
         let record = DeviceRecord(platform: platform.rawValue, node: kind == .webSocket ? nodeId : "", connection: connection, kind: kind)
         let connected = try await statuses.connect(
@@ -61,7 +63,8 @@ struct PresenceOperations: Sendable {
             userId: userId,
             deviceId: deviceId,
             record: record,
-            rules: StatusRepository.LoginRules(maxDevices: app.config.maxDevicesPerUser, policy: app.config.loginPolicy, platform: platform)
+            rules: StatusRepository.LoginRules(maxDevices: app.config.maxDevicesPerUser, policy: app.config.loginPolicy, platform: platform),
+            generation: generation
         )
         let result = connected.write
         let keys = RedisKeys(appId: app.appId)
@@ -133,7 +136,9 @@ struct PresenceOperations: Sendable {
     }
 
     /// Removes devices (every device when `deviceIds` is empty) and tells the nodes holding them to close them.
-    /// Returns the ids removed and the user's status after.
+    /// A WebSocket device that lost its socket passes when (`lostAt`): it may resume from then (SPEC §7), for
+    /// `heartbeatTimeoutSeconds`, with a reconnect presenting the connection's `resume` token. Returns the ids
+    /// removed and the user's status after.
     @discardableResult
     func remove(
         app: AppRecord,
@@ -141,7 +146,8 @@ struct PresenceOperations: Sendable {
         deviceIds: [String],
         because departure: Departure,
         connection: String? = nil,
-        staleBefore: Int64? = nil
+        staleBefore: Int64? = nil,
+        lostAt: Int64? = nil
     ) async throws -> (removed: [String], status: UserStatus) {
         let result = try await statuses.remove(
             appId: app.appId,
@@ -150,7 +156,9 @@ struct PresenceOperations: Sendable {
             leavingAs: departure.leavingAs,
             retentionSeconds: app.config.subscriptionRetentionSeconds,
             connectionId: connection,
-            staleBefore: staleBefore
+            staleBefore: staleBefore,
+            resumePoint: connection.flatMap { connection in lostAt.map { ResumePoint(connection: connection, lostAt: $0) } },
+            resumeTTLms: Int64(app.config.heartbeatTimeoutSeconds) * 1000
         )
         let keys = RedisKeys(appId: app.appId)
         let backend = result.removed.filter { $0.record.kind == .backend }
@@ -184,19 +192,6 @@ struct PresenceOperations: Sendable {
             )
         }
         return (result.removed.map(\.deviceId), result.reply.status)
-    }
-
-    /// Lets a WebSocket device that lost its socket resume (SPEC §7): for `heartbeatTimeoutSeconds`, a reconnect
-    /// presenting the connection's `resume` token is sent what changed since `lostAt`. Written before the departure is
-    /// filed, so that a device seen offline can always resume. Best effort: without it a reconnect is a plain connect.
-    func recordResumePoint(app: AppRecord, userId: String, deviceId: String, connection: String, lostAt: Int64) async {
-        let key = RedisKeys(appId: app.appId).user(userId).resume(deviceId)
-        let ttl = String(Int64(app.config.heartbeatTimeoutSeconds) * 1000)
-        do {
-            _ = try await redis.send("SET", key, ResumePoint(connection: connection, lostAt: lostAt).stored, "PX", ttl)
-        } catch {
-            logger.debug("resume point not recorded", metadata: ["error": "\(error)"])
-        }
     }
 
     /// The apps whose backend-driven devices the sweep visits. The first node to run this after an upgrade fills the

@@ -22,6 +22,8 @@ struct UserTokenClaims: JWTPayload {
 struct TokenService: Sendable {
     let apps: AppRegistry
     let users: UserDirectory
+    /// Tokens that verified before (``VerifiedTokenCache``).
+    let cache: VerifiedTokenCache
 
     /// A minted token and when it expires (epoch ms).
     struct MintedToken: Encodable, Sendable {
@@ -45,10 +47,22 @@ struct TokenService: Sendable {
         return MintedToken(token: token, expiresAt: Int64(expiry) * 1000)
     }
 
-    /// Verifies a token against its app's current secret and its user's current generation: a bad, expired or foreign
-    /// token, one of a deleted app, or one of a deleted user (even if created again since) is `UNAUTHORIZED`. Returns
-    /// the app and the userId.
-    func verify(_ token: String) async throws -> (AppRecord, String) {
+    /// What a token proves once its signature and claims checked out. The user's token generation is still to be
+    /// compared with the stored one: `device_connect.lua` does it in the connect's own step (no round trip of its own).
+    struct VerifiedToken: Sendable {
+        var app: AppRecord
+        var userId: String
+        /// The `gen` claim: the user's token generation when the token was minted.
+        var generation: String
+    }
+
+    /// Verifies a token against its app's current secret: a bad, expired or foreign token, or one of a deleted app, is
+    /// `UNAUTHORIZED`. A token that verified before is taken from ``cache`` while its app keeps that secret and it has
+    /// not expired. Returns the app, the userId and the token's generation (checked by the caller).
+    func verify(_ token: String) async throws -> VerifiedToken {
+        if let entry = cache.entry(for: token), let app = try await apps.find(entry.appId), app.tokenSecret == entry.secret {
+            return VerifiedToken(app: app, userId: entry.userId, generation: entry.generation)
+        }
         let unverified: UserTokenClaims
         do {
             unverified = try Self.unverifiedClaims(token)
@@ -64,12 +78,18 @@ struct TokenService: Sendable {
         } catch {
             throw StatusError(.unauthorized, "bad or expired token")
         }
-        guard claims.app == app.appId, Identifiers.isValidUserId(claims.sub.value) else { throw StatusError(.unauthorized, "bad token") }
-        let userId = claims.sub.value
-        guard let generation = try await users.tokenGeneration(appId: app.appId, userId: userId), claims.gen == generation else {
-            throw StatusError(.unauthorized, "the token's user no longer exists")
+        guard claims.app == app.appId, Identifiers.isValidUserId(claims.sub.value), let generation = claims.gen, !generation.isEmpty else {
+            throw StatusError(.unauthorized, "bad token")
         }
-        return (app, userId)
+        let entry = VerifiedTokenCache.Entry(
+            appId: app.appId,
+            userId: claims.sub.value,
+            generation: generation,
+            expiresAt: claims.exp.value.timeIntervalSince1970,
+            secret: app.tokenSecret
+        )
+        cache.remember(token, entry)
+        return VerifiedToken(app: app, userId: entry.userId, generation: generation)
     }
 
     /// Key collections by app secret: building one per token costs more than verifying the token.

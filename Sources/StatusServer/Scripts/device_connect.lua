@@ -7,13 +7,21 @@
 -- `tooManyDevices`). Both happen in this one step with the login, so the user never has more devices than allowed and
 -- subscribers see one change at most.
 -- SPEC §6: the change is published on the bus (docs/bus.md) by this script.
+-- SPEC §7: a user token stops working once its user is deleted (even if created again): a WebSocket connect passes the
+-- token's generation, checked here against the profile's, in the connect's own step.
 -- KEYS: status, profile, devices, subs
 -- ARGV: deviceId, device JSON {"p": platform, "n": node, "c": connection id, "k": "ws"|"api"},
 --       login rules JSON {"maxDevices": n, "kickPlatforms": [platform, ...]}, appId, userId, user channel,
---       app slot channel (docs/bus.md)
+--       app slot channel (docs/bus.md), token generation ('' = no token to check)
 -- Reply: {changed (1 status | 2 devices only), replaced device JSON | '', kicked count k,
---         k x (deviceId, device JSON, 'loginPolicy'|'tooManyDevices'), <status reply>} or error USER_NOT_FOUND.
-if redis.call('EXISTS', KEYS[2]) == 0 then
+--         k x (deviceId, device JSON, 'loginPolicy'|'tooManyDevices'), <status reply>}, or error USER_NOT_FOUND (no
+--         token) or TOKEN_REVOKED (the token's generation is not the user's, or the user is gone).
+if ARGV[8] ~= '' then
+    local stored = redis.call('HMGET', KEYS[2], 'gen', 'createdAt')
+    if (stored[1] or stored[2]) ~= ARGV[8] then
+        return redis.error_reply('TOKEN_REVOKED')
+    end
+elseif redis.call('EXISTS', KEYS[2]) == 0 then
     return redis.error_reply('USER_NOT_FOUND')
 end
 local now = now_ms()

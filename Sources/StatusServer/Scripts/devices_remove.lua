@@ -3,16 +3,22 @@
 -- (version +1 once) and lastActiveAt is that moment. Removing some devices only changes `onlineDevices`.
 -- SPEC §4: the retention clock of the subscriptions starts when the user leaves online.
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script.
--- KEYS: status, profile, devices, subs
+-- SPEC §7 resume: a WebSocket device that lost its socket leaves a resume point (ResumePoint.swift), written in the
+-- same step as its departure, so that a device seen offline can always resume and the departure costs one round trip.
+-- KEYS: status, profile, devices, subs[, the device's resume point key]
 -- ARGV: mode ('offline'|'unlogined'), retention ms, connection id ('' = any), stale-before ms ('' = no check),
---       appId, userId, user channel, app slot channel (docs/bus.md), deviceIds... (none = every device)
+--       appId, userId, user channel, app slot channel (docs/bus.md), resume point ('' = none), its TTL in ms,
+--       deviceIds... (none = every device)
 -- SPEC §8: whether a custom status was cleared with it is part of the reply (a `customStatusChange` callback).
 -- Reply: {changed (0 none | 1 status | 2 devices only), custom status cleared (0|1), removed count, removed id 1,
 --         removed JSON 1, ..., <status reply>}
 local now = now_ms()
+if ARGV[9] ~= '' then
+    redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10])
+end
 local ids = {}
-if #ARGV > 8 then
-    for i = 9, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #ARGV > 10 then
+    for i = 11, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
     ids = redis.call('HKEYS', KEYS[3])
 end

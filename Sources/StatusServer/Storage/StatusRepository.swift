@@ -152,14 +152,22 @@ struct StatusRepository: Sendable {
         }
     }
 
-    /// A device connects (`device_connect.lua`, which applies the login rules and publishes the change).
-    func connect(appId: String, userId: String, deviceId: String, record: DeviceRecord, rules: LoginRules) async throws -> ConnectResult {
+    /// A device connects (`device_connect.lua`, which applies the login rules and publishes the change). With a
+    /// token's `generation`, a user deleted since the token was minted is `UNAUTHORIZED` and nothing is written.
+    func connect(
+        appId: String,
+        userId: String,
+        deviceId: String,
+        record: DeviceRecord,
+        rules: LoginRules,
+        generation: String? = nil
+    ) async throws -> ConnectResult {
         let user = RedisKeys(appId: appId).user(userId)
         let reply = try await run(
             scripts.deviceConnect,
             [user.status, user.profile, user.devices, user.subscriptions],
             [deviceId, try JSONCoding.string(record), try JSONCoding.string(rules), appId, userId]
-                + BusChannels.statusArguments(appId, userId)
+                + BusChannels.statusArguments(appId, userId) + [generation ?? ""]
         )
         guard reply.count >= 3 else { throw StatusReplyError.malformed }
         let kickedCount = Int(reply[2].int ?? 0)
@@ -187,7 +195,8 @@ struct StatusRepository: Sendable {
     }
 
     /// Removes devices (all when `deviceIds` is empty). `connectionId` limits removal to that connection's record;
-    /// `staleBefore` to devices whose last heartbeat is older.
+    /// `staleBefore` to devices whose last heartbeat is older. `resumePoint` (with one device) is stored for the
+    /// device in the same step, kept `resumeTTLms` (SPEC §7).
     func remove(
         appId: String,
         userId: String,
@@ -195,13 +204,21 @@ struct StatusRepository: Sendable {
         leavingAs mode: StatusType,
         retentionSeconds: Int,
         connectionId: String? = nil,
-        staleBefore: Int64? = nil
+        staleBefore: Int64? = nil,
+        resumePoint: ResumePoint? = nil,
+        resumeTTLms: Int64 = 0
     ) async throws -> RemoveResult {
         let user = RedisKeys(appId: appId).user(userId)
+        var keys = [user.status, user.profile, user.devices, user.subscriptions]
+        var resume = ["", "0"]
+        if let resumePoint, deviceIds.count == 1 {
+            keys.append(user.resume(deviceIds[0]))
+            resume = [resumePoint.stored, String(resumeTTLms)]
+        }
         let arguments =
             [mode.rawValue, String(Int64(retentionSeconds) * 1000), connectionId ?? "", staleBefore.map(String.init) ?? ""]
-            + [appId, userId] + BusChannels.statusArguments(appId, userId) + deviceIds
-        let reply = try await run(scripts.devicesRemove, [user.status, user.profile, user.devices, user.subscriptions], arguments)
+            + [appId, userId] + BusChannels.statusArguments(appId, userId) + resume + deviceIds
+        let reply = try await run(scripts.devicesRemove, keys, arguments)
         guard reply.count >= 3 else { throw StatusReplyError.malformed }
         let count = Int(reply[2].int ?? 0)
         var removed: [(String, DeviceRecord)] = []
@@ -230,16 +247,22 @@ struct StatusRepository: Sendable {
     private func run(_ script: RedisScript, _ keys: [String], _ arguments: [String]) async throws -> [RedisValue] {
         do {
             return try Self.values(try await redis.evalScript(script, keys: keys, arguments: arguments))
-        } catch let error as RedisClientError where error.kind == .server && error.message.contains("USER_NOT_FOUND") {
-            throw StatusError(.userNotFound, "user not found")
+        } catch let error as RedisClientError where error.kind == .server {
+            throw Self.scriptError(error.message) ?? error
         }
+    }
+
+    /// The SPEC error of a script's error reply, if it is one of the statuses' scripts' own.
+    private static func scriptError(_ message: String) -> StatusError? {
+        if message.contains("USER_NOT_FOUND") { return StatusError(.userNotFound, "user not found") }
+        if message.contains("TOKEN_REVOKED") { return StatusError(.unauthorized, "the token's user no longer exists") }
+        return nil
     }
 
     /// A script's reply as values; its `USER_NOT_FOUND` error (as a pipelined reply) is thrown as `USER_NOT_FOUND`.
     private static func values(_ reply: RedisValue) throws -> [RedisValue] {
         if case .error(let message) = reply {
-            if message.contains("USER_NOT_FOUND") { throw StatusError(.userNotFound, "user not found") }
-            throw RedisClientError(kind: .server, message: message)
+            throw scriptError(message) ?? RedisClientError(kind: .server, message: message)
         }
         guard let values = reply.array else { throw StatusReplyError.malformed }
         return values

@@ -4,7 +4,7 @@ import StatusCore
 enum DeviceFrames {
     /// `{"event": "welcome", "userId", "deviceId", "heartbeatSeconds", "status", "resume"}`; `resume` is the token a
     /// reconnect presents to be sent what it missed (SPEC §7, ``ResumePoint``).
-    struct Welcome: Encodable {
+    struct Welcome: Encodable, Sendable {
         var event = "welcome"
         var userId: String
         var deviceId: String

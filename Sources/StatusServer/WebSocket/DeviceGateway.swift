@@ -25,6 +25,8 @@ struct DeviceGateway: Sendable {
     struct Parameters: Sendable {
         var app: AppRecord
         var userId: String
+        /// The token's generation, checked against the user's by the connect itself (a deleted user's token is 401).
+        var generation: String
         var deviceId: String
         var platform: Platform
         var scope: PresenceScope
@@ -63,8 +65,9 @@ struct DeviceGateway: Sendable {
         let bearer = header.flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
         let token = bearer ?? query.get("token").map { String($0) }
         guard let token, !token.isEmpty else { throw StatusError(.unauthorized, "missing token") }
-        // Verifying checks the user's token generation too: a deleted user's token is refused there.
-        let (app, userId) = try await services.tokens.verify(token)
+        // The user's token generation is checked by the connect script: a deleted user's token is refused there.
+        let verified = try await services.tokens.verify(token)
+        let app = verified.app
         // Browsers only: a page of an origin the app does not list may not use a token it got hold of.
         guard AllowedOrigins.admits(head.headers["Origin"], allowed: app.config.allowedOrigins) else {
             throw StatusError(.forbidden, "this origin may not connect to app \(app.appId)")
@@ -75,7 +78,15 @@ struct DeviceGateway: Sendable {
         let platform = try Platform.parse(String(rawPlatform))
         let scope = try PresenceScope.parse(query.get("presence").map { String($0) })
         let resume = query.get("resume").map { String($0) }.flatMap { ResumePoint.isPlausible(token: $0) ? $0 : nil }
-        return Parameters(app: app, userId: userId, deviceId: deviceId, platform: platform, scope: scope, resume: resume)
+        return Parameters(
+            app: app,
+            userId: verified.userId,
+            generation: verified.generation,
+            deviceId: deviceId,
+            platform: platform,
+            scope: scope,
+            resume: resume
+        )
     }
 
     /// Authorizes, registers the session in the fan-out index (so no event is missed from here on: it waits in the
@@ -106,10 +117,13 @@ struct DeviceGateway: Sendable {
                 deviceId: session.deviceId,
                 platform: session.platform,
                 kind: .webSocket,
-                connection: session.connectionId
+                connection: session.connectionId,
+                generation: parameters.generation
             )
         } catch {
-            await abandon(session, app: parameters.app)
+            // A refused token wrote nothing; any other failure may have connected the device.
+            let refused = (error as? StatusError)?.code == .unauthorized
+            await abandon(session, app: parameters.app, connected: !refused)
             throw error
         }
         // From here the device is online in Redis: whenever the channel closes (now, if it already has), the
@@ -122,7 +136,7 @@ struct DeviceGateway: Sendable {
             status: connected.status,
             resume: session.connectionId
         )
-        var frames = WebSocketWire.text(try JSONCoding.string(welcome))
+        var frames = WebSocketWire.text(welcome.jsonBytes)
         if let token = parameters.resume,
             var missed = await SessionResume(services: services, index: index)
                 .missedChanges(token: token, session: session, app: parameters.app, replaced: connected.replaced)
@@ -135,19 +149,22 @@ struct DeviceGateway: Sendable {
 
     /// A connect that failed (or whose answer was lost) may still have been applied: removes the device by its
     /// connection id. If even that fails, the node's device list keeps it, and the node's reconciliation files it.
-    private func abandon(_ session: DeviceSession, app: AppRecord) async {
+    /// `connected` is false when the connect is known to have written nothing (its token was refused).
+    private func abandon(_ session: DeviceSession, app: AppRecord, connected: Bool) async {
         // The handler never gets the channel: drop it (it and the session hold each other until then).
         session.eventLoop.execute { session.channelHandler = nil }
         fanout.unregister(session)
         recordGauges()
         do {
-            try await services.presence.remove(
-                app: app,
-                userId: session.userId,
-                deviceIds: [session.deviceId],
-                because: .disconnect,
-                connection: session.connectionId
-            )
+            if connected {
+                try await services.presence.remove(
+                    app: app,
+                    userId: session.userId,
+                    deviceIds: [session.deviceId],
+                    because: .disconnect,
+                    connection: session.connectionId
+                )
+            }
             try await services.nodeDevices.remove(session)
         } catch {
             services.logger.debug("a failed connect is left to reconciliation", metadata: ["error": "\(error)"])
@@ -193,19 +210,14 @@ struct DeviceGateway: Sendable {
         }
         do {
             if let departure, let app = try await services.apps.find(session.appId) {
-                await services.presence.recordResumePoint(
-                    app: app,
-                    userId: session.userId,
-                    deviceId: session.deviceId,
-                    connection: session.connectionId,
-                    lostAt: lostAt
-                )
+                // With its resume point, in one step (SPEC §7).
                 try await services.presence.remove(
                     app: app,
                     userId: session.userId,
                     deviceIds: [session.deviceId],
                     because: departure,
-                    connection: session.connectionId
+                    connection: session.connectionId,
+                    lostAt: lostAt
                 )
             }
             // Only once the departure is filed: until then the node's device list lets its reconciliation file it.

@@ -62,6 +62,14 @@ enum WebSocketWire {
         return buffer
     }
 
+    /// A text frame of UTF-8 bytes (written by ``JSONOutput``).
+    static func text(_ bytes: [UInt8], allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
+        var buffer = allocator.buffer(capacity: bytes.count + maxHeaderBytes)
+        writeHeader(.text, length: bytes.count, into: &buffer)
+        buffer.writeBytes(bytes)
+        return buffer
+    }
+
     /// A close frame with a code and a short reason (cut to the 123 bytes a control frame allows).
     static func close(_ code: CloseCode, reason: String = "", allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
         let reasonBytes = reason.utf8.prefix(123)

@@ -44,9 +44,9 @@ struct APIClient {
         return try await raw(method, path, key: adminKey, body: text)
     }
 
-    /// Creates a fresh app with a unique id and the given config; returns a client bound to it.
-    func createApp(config: JSONValue = .object([:])) async throws -> APIClient {
-        let appId = "t" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(20).lowercased()
+    /// Creates a fresh app (with a unique id unless one is given) and the given config; returns a client bound to it.
+    func createApp(appId: String? = nil, config: JSONValue = .object([:])) async throws -> APIClient {
+        let appId = appId ?? "t" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(20).lowercased()
         let response = try await admin(.post, "/v1/apps", .object(["appId": .string(appId), "config": config]))
         guard response.status == 201, let key = response.body["apiKey"].string else {
             throw TestAppError(message: "app creation failed: \(response.status) \(response.body)")
