@@ -170,6 +170,27 @@ final class FanoutIndex: Sendable {
     }
 
     /// Every session on this node.
+    /// The sessions whose last sign of life (``DeviceSession/lastActiveMs``) is before their app's deadline; sessions
+    /// of apps without one are left alone. One pass under the lock, nothing copied but what it returns: the
+    /// housekeeping asks twice a second, and copying every session each time cost a tenth of an idle node's CPU.
+    func sessions(lastActiveBefore deadlines: [String: Int64]) -> [DeviceSession] {
+        state.withLock { state in
+            var silent: [DeviceSession] = []
+            for (key, user) in state.users {
+                guard let deadline = deadlines[key.appId] else { continue }
+                for session in user.sessions.values where session.lastActiveMs < deadline {
+                    silent.append(session)
+                }
+            }
+            return silent
+        }
+    }
+
+    /// The apps this node holds sessions of.
+    func appIds() -> [String] {
+        state.withLock { Array($0.sessionsPerApp.keys) }
+    }
+
     func allSessions() -> [DeviceSession] {
         state.withLock { state in state.users.values.flatMap { $0.sessions.values } }
     }

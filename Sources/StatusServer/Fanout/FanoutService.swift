@@ -4,6 +4,7 @@ import NIOCore
 import RedisClient
 import ServiceLifecycle
 import StatusCore
+import Synchronization
 
 /// Listens to the bus and acts on this node's sessions: delivers status changes through the fan-out index,
 /// has relationships that changed reloaded, closes kicked or replaced devices, drops stale config. After any gap in
@@ -34,6 +35,8 @@ final class FanoutService: Service, Sendable {
     private let inbox: BusInbox
     private let work: DeviceWorkQueue
     private let logger: Logger
+    /// Set when interest went away since the last ``dropUnwatchedChannels()``.
+    private let mayHaveUnwatchedChannels = Atomic<Bool>(false)
 
     init(index: FanoutIndex, services: ServerServices, work: DeviceWorkQueue, inboxLimit: Int, logger: Logger) {
         self.index = index
@@ -114,10 +117,14 @@ final class FanoutService: Service, Sendable {
     /// still confirmed, so neither its departure nor its return costs a round trip to Redis.
     func unregister(_ session: DeviceSession) {
         index.remove(session)
+        mayHaveUnwatchedChannels.store(true, ordering: .relaxed)
     }
 
     /// Unsubscribes the channels no session here needs any more (called by the housekeeping every third of a lease).
+    /// Only interest that went away (a session gone, relationships reloaded) can leave a channel unwatched; without
+    /// either since the last pass, the pass over every channel is skipped.
     func dropUnwatchedChannels() async {
+        guard mayHaveUnwatchedChannels.exchange(false, ordering: .relaxed) else { return }
         let index = self.index
         await shards.prune { channel in
             switch BusChannels.parse(channel) {
@@ -135,6 +142,7 @@ final class FanoutService: Service, Sendable {
         do {
             let before = index.interest(of: key)
             index.update(key, relations: try await relations.load(key), sequence: sequence)
+            mayHaveUnwatchedChannels.store(true, ordering: .relaxed)
             let after = index.interest(of: key)
             await listen(users: before.symmetricDifference(after), apps: [])
         } catch {

@@ -86,15 +86,14 @@ struct HousekeepingService: Service {
     }
 
     private func endSilentSessions() async {
-        var timeouts: [String: Int64] = [:]
-        for session in index.allSessions() {
-            if timeouts[session.appId] == nil {
-                let config = try? await services.apps.find(session.appId)?.config
-                timeouts[session.appId] = Int64(config?.heartbeatTimeoutSeconds ?? AppConfig().heartbeatTimeoutSeconds) * 1000
-            }
-            if let timeout = timeouts[session.appId], session.silenceMs > timeout {
-                session.end(.timedOut)
-            }
+        let now = DeviceSession.monotonicMs()
+        var deadlines: [String: Int64] = [:]
+        for appId in index.appIds() {
+            let config = try? await services.apps.find(appId)?.config
+            deadlines[appId] = now - Int64(config?.heartbeatTimeoutSeconds ?? AppConfig().heartbeatTimeoutSeconds) * 1000
+        }
+        for session in index.sessions(lastActiveBefore: deadlines) {
+            session.end(.timedOut)
         }
     }
 

@@ -79,7 +79,10 @@ final class DeviceSession: Sendable {
     }
 
     /// Milliseconds since the last sign of life.
-    var silenceMs: Int64 { Self.monotonicMs() - lastActivity.load(ordering: .relaxed) }
+    var silenceMs: Int64 { Self.monotonicMs() - lastActiveMs }
+
+    /// The last sign of life, in ``monotonicMs()``.
+    var lastActiveMs: Int64 { lastActivity.load(ordering: .relaxed) }
 
     static func monotonicMs() -> Int64 {
         Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000)
