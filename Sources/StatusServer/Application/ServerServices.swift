@@ -37,7 +37,11 @@ struct ServerServices: Sendable {
         self.statuses = statuses
         let bus = EventBus(redis: redis, logger: logger)
         self.bus = bus
-        let recorder = ChangeRecorder(statuses: statuses, leaseSeconds: configuration.nodeLeaseSeconds, logger: logger)
+        let recorder = ChangeRecorder(
+            onlineIndex: OnlineIndexWriter(statuses: statuses),
+            leaseSeconds: configuration.nodeLeaseSeconds,
+            logger: logger
+        )
         self.recorder = recorder
         let webhooks = WebhookQueue(redis: redis, logger: logger)
         self.webhooks = webhooks

@@ -5,7 +5,8 @@ import StatusCore
 /// online index and its log of recent changes (``RecentChanges``), kept in keys of their own (app-wide, so in another
 /// hash slot than the user's keys).
 struct ChangeRecorder: Sendable {
-    let statuses: StatusRepository
+    /// Batches the index writes of each app (one script call per round trip, not per change).
+    let onlineIndex: OnlineIndexWriter
     /// Two lease periods of this deployment, part of how long the log of recent changes is kept.
     let leaseSeconds: Int
     let logger: Logger
@@ -15,7 +16,12 @@ struct ChangeRecorder: Sendable {
     func recordPresence(app: AppRecord, change: StatusRepository.Change, reply: StatusReply) async {
         guard change == .status else { return }
         do {
-            try await statuses.index(appId: app.appId, status: reply.status, keepMs: keepMs(app.config))
+            let status = reply.status
+            try await onlineIndex.apply(
+                appId: app.appId,
+                OnlineIndexWriter.Update(userId: status.userId, version: status.version, online: status.statusType == .online),
+                keepMs: keepMs(app.config)
+            )
         } catch {
             logger.warning("online index update failed", metadata: ["error": "\(error)"])
         }

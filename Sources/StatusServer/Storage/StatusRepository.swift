@@ -233,15 +233,23 @@ struct StatusRepository: Sendable {
         )
     }
 
-    /// Keeps the app's online index in step with a user's status (applied in version order), and logs the change in
-    /// the app's recent changes (kept `keepMs`).
-    func index(appId: String, status: UserStatus, keepMs: Int64) async throws {
+    /// Keeps the app's online index in step with users' statuses (applied in version order, in the order given), and
+    /// logs them in the app's recent changes (kept `keepMs`). Returns how many updates were applied.
+    @discardableResult
+    func index(appId: String, updates: [OnlineIndexWriter.Update], keepMs: Int64) async throws -> Int {
         let keys = RedisKeys(appId: appId)
-        _ = try await redis.evalScript(
+        var arguments = [String(keepMs)]
+        arguments.reserveCapacity(1 + 3 * updates.count)
+        for update in updates {
+            arguments += [update.userId, String(update.version), update.online ? "1" : "0"]
+        }
+        let reply = try await redis.evalScript(
             scripts.presenceIndex,
             keys: [keys.online, keys.onlineVersions, keys.recentChanges],
-            arguments: [status.userId, String(status.version), status.statusType == .online ? "1" : "0", String(keepMs)]
+            arguments: arguments
         )
+        if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
+        return Int(reply.int ?? 0)
     }
 
     private func run(_ script: RedisScript, _ keys: [String], _ arguments: [String]) async throws -> [RedisValue] {

@@ -1,0 +1,54 @@
+/// The decisions of a group commit, with no I/O: writes to one key group (an app's online index) that callers make
+/// while an earlier write to it is in flight wait, and go out together as the next write, led by the first of them.
+///
+/// At most one write per key group is in flight; a caller that arrives when none is leads its own write at once, so a
+/// lone write waits for nothing. A batch holds at most ``maxBatch`` members; the rest wait for the one after. No
+/// member waits for more than the write in flight and its own.
+struct GroupCommitQueue<Member> {
+    /// The most members written in one batch.
+    let maxBatch: Int
+    /// Whether a batch is being written.
+    private(set) var inFlight = false
+    private var waiting: [Member] = []
+
+    init(maxBatch: Int) {
+        precondition(maxBatch > 0)
+        self.maxBatch = maxBatch
+    }
+
+    /// What a member arriving is to do.
+    enum Arrival {
+        /// Write this batch (the member alone) now.
+        case lead([Member])
+        /// Wait: it is in the next batch, which ``finished()`` hands to its first member.
+        case wait
+    }
+
+    mutating func arrive(_ member: Member) -> Arrival {
+        if inFlight {
+            waiting.append(member)
+            return .wait
+        }
+        inFlight = true
+        return .lead([member])
+    }
+
+    /// The batch in flight is written (or failed): the next batch, to be written by its first member, or nil when
+    /// nobody waits (the queue is then idle).
+    mutating func finished() -> [Member]? {
+        guard !waiting.isEmpty else {
+            inFlight = false
+            return nil
+        }
+        let count = min(maxBatch, waiting.count)
+        let batch = Array(waiting.prefix(count))
+        waiting.removeFirst(count)
+        return batch
+    }
+
+    /// Nothing in flight and nobody waiting.
+    var isIdle: Bool { !inFlight && waiting.isEmpty }
+
+    /// Members waiting for a later batch.
+    var waitingCount: Int { waiting.count }
+}
