@@ -12,12 +12,44 @@ final class NodeRegistry: Sendable {
     let leaseSeconds: Int
     /// Whether this node renewed its lease before (its first renewal finds none, and that is no loss).
     private let renewedOnce = Atomic<Bool>(false)
+    /// Additions to and removals from the device list, written with a group commit: every connect and every
+    /// departure touches the list, and under churn one `SADD`/`SREM` per batch replaces one per device.
+    private let listChanges: GroupCommit<ListChange>
+
+    /// A member added to or removed from the device list.
+    struct ListChange: Sendable, Equatable {
+        var added: Bool
+        var member: String
+    }
 
     init(redis: RedisClient, nodeId: String, leaseSeconds: Int) {
         self.redis = redis
         self.nodeId = nodeId
         self.leaseSeconds = leaseSeconds
+        self.listChanges = GroupCommit(maxBatch: 256) { key, changes in
+            let replies = try await redis.pipeline(Self.commands(key: key, changes))
+            for case .error(let message) in replies { throw RedisClientError(kind: .server, message: message) }
+        }
     }
+
+    /// The commands of a batch of list changes, in their order: consecutive additions in one `SADD`, consecutive
+    /// removals in one `SREM`.
+    static func commands(key: String, _ changes: [ListChange]) -> [[String]] {
+        var commands: [[String]] = []
+        var run: (added: Bool, members: [String])?
+        for change in changes {
+            if run?.added != change.added {
+                if let run { commands.append([run.added ? "SADD" : "SREM", key] + run.members) }
+                run = (change.added, [])
+            }
+            run?.members.append(change.member)
+        }
+        if let run { commands.append([run.added ? "SADD" : "SREM", key] + run.members) }
+        return commands
+    }
+
+    /// List changes written so far in batches (one round trip each).
+    var listBatchesWritten: Int { listChanges.batchesWritten }
 
     /// Every node's last renewal (sorted set, score = epoch ms).
     static let nodes = "st:nodes"
@@ -28,7 +60,7 @@ final class NodeRegistry: Sendable {
 
     /// Records that a device session lives on this node.
     func add(_ session: DeviceSession) async throws {
-        _ = try await redis.send("SADD", Self.devices(nodeId), Self.member(session))
+        try await listChanges.commit(ListChange(added: true, member: Self.member(session)), group: Self.devices(nodeId))
     }
 
     /// Forgets a device session whose departure is filed.
@@ -38,7 +70,8 @@ final class NodeRegistry: Sendable {
 
     /// Forgets a device of this node whose departure is filed.
     func remove(appId: String, userId: String, deviceId: String, connection: String) async throws {
-        _ = try await redis.send("SREM", Self.devices(nodeId), Self.member(appId, userId, deviceId, connection))
+        let member = Self.member(appId, userId, deviceId, connection)
+        try await listChanges.commit(ListChange(added: false, member: member), group: Self.devices(nodeId))
     }
 
     /// What a renewal found.

@@ -1,0 +1,73 @@
+import Synchronization
+
+/// A group commit: writes to one key group (an app's online index, the node's device list) that callers make while an
+/// earlier write to the group is in flight wait, and go out together as the next write (``GroupCommitQueue`` decides,
+/// this class carries it out). No task of its own: the first waiting caller writes the next batch.
+///
+/// Every caller returns once its own item is written (or throws the batch's error): what it wrote is as current as if
+/// it had written alone. A lone caller writes at once.
+final class GroupCommit<Item: Sendable>: Sendable {
+    /// Writes one batch of a group, in the order given.
+    typealias Write = @Sendable (_ group: String, _ items: [Item]) async throws -> Void
+
+    private struct Member: Sendable {
+        var item: Item
+        var continuation: CheckedContinuation<Role, Never>
+    }
+
+    /// What a waiting caller is woken with.
+    private enum Role: Sendable {
+        /// Write this batch (the caller's item first) and hand on.
+        case lead([Member])
+        /// Its batch was written by another caller, with this outcome.
+        case done(Result<Void, any Error>)
+    }
+
+    let maxBatch: Int
+    private let write: Write
+    private let queues = Mutex<[String: GroupCommitQueue<Member>]>([:])
+    private let batches = Atomic<Int>(0)
+
+    init(maxBatch: Int, write: @escaping Write) {
+        self.maxBatch = maxBatch
+        self.write = write
+    }
+
+    /// Batches written so far.
+    var batchesWritten: Int { batches.load(ordering: .relaxed) }
+
+    /// Writes `item` with whatever else of `group` is waiting; returns once it is written.
+    func commit(_ item: Item, group: String) async throws {
+        let role: Role = await withCheckedContinuation { continuation in
+            let member = Member(item: item, continuation: continuation)
+            let maxBatch = self.maxBatch
+            let arrival = queues.withLock { $0[group, default: GroupCommitQueue(maxBatch: maxBatch)].arrive(member) }
+            if case .lead(let batch) = arrival { continuation.resume(returning: .lead(batch)) }
+        }
+        switch role {
+        case .done(let result): try result.get()
+        case .lead(let batch): try await lead(group: group, batch)
+        }
+    }
+
+    /// Writes a batch whose first member is the caller, wakes the others with the outcome, and hands the next batch to
+    /// its first member.
+    private func lead(group: String, _ batch: [Member]) async throws {
+        let result: Result<Void, any Error>
+        do {
+            batches.add(1, ordering: .relaxed)
+            try await write(group, batch.map(\.item))
+            result = .success(())
+        } catch {
+            result = .failure(error)
+        }
+        for member in batch.dropFirst() { member.continuation.resume(returning: .done(result)) }
+        let next = queues.withLock { queues -> [Member]? in
+            let next = queues[group]?.finished()
+            if queues[group]?.isIdle == true { queues[group] = nil }
+            return next
+        }
+        if let next, let first = next.first { first.continuation.resume(returning: .lead(next)) }
+        try result.get()
+    }
+}
