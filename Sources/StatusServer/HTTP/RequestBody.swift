@@ -17,11 +17,17 @@ enum RequestBody {
 
     /// Decodes the body as `T`, or nil when the body is empty. Nesting deeper than ``JSONNesting/maxBodyDepth`` is
     /// refused by a linear scan before the decoder runs, so no body can cost recursion or CPU in proportion to its depth.
+    /// A body of a ``JSONFastPath`` type in its plain shape is read without `JSONDecoder`.
     static func decodeIfPresent<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T? {
         var request = request
         let buffer = try await request.collectBody(upTo: maxBytes)
         guard buffer.readableBytes > 0 else { return nil }
         try JSONNesting.check(buffer.readableBytesView)
+        if let fast = T.self as? any JSONFastPath.Type,
+            let value = buffer.withUnsafeReadableBytes({ fast.fastDecode($0) }) as? T
+        {
+            return value
+        }
         do {
             return try JSONCoding.decoder.decode(T.self, from: Data(buffer: buffer))
         } catch {
