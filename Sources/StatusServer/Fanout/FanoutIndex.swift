@@ -169,7 +169,6 @@ final class FanoutIndex: Sendable {
         state.withLock { state in state.users.filter { $0.key.appId == appId }.flatMap { $0.value.sessions.values } }
     }
 
-    /// Every session on this node.
     /// The sessions whose last sign of life (``DeviceSession/lastActiveMs``) is before their app's deadline; sessions
     /// of apps without one are left alone. One pass under the lock, nothing copied but what it returns: the
     /// housekeeping asks twice a second, and copying every session each time cost a tenth of an idle node's CPU.
@@ -191,6 +190,7 @@ final class FanoutIndex: Sendable {
         state.withLock { Array($0.sessionsPerApp.keys) }
     }
 
+    /// Every session on this node.
     func allSessions() -> [DeviceSession] {
         state.withLock { state in state.users.values.flatMap { $0.sessions.values } }
     }
