@@ -115,6 +115,7 @@ let package = Package(
             name: "RedisClientTests",
             dependencies: [
                 "RedisClient",
+                "CHiredis",
                 "RedisTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -11,6 +11,7 @@ public enum JSONNesting {
     public static let maxBodyDepth = 32
 
     /// The deepest nesting of arrays and objects in `bytes`, or nil as soon as it passes `limit`.
+    @inlinable
     public static func depth(of bytes: some Sequence<UInt8>, limit: Int) -> Int? {
         var depth = 0
         var deepest = 0
@@ -44,6 +45,7 @@ public enum JSONNesting {
     }
 
     /// Throws `INVALID_REQUEST` when `bytes` nest deeper than `limit`.
+    @inlinable
     public static func check(_ bytes: some Sequence<UInt8>, limit: Int = maxBodyDepth) throws(StatusError) {
         guard depth(of: bytes, limit: limit) != nil else {
             throw StatusError(.invalidRequest, "JSON nested deeper than \(limit) levels")

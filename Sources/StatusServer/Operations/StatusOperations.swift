@@ -68,7 +68,10 @@ struct StatusOperations: Sendable {
                     then: StatusRepository.statusReads(appId: app.appId, userIds: ids, viewer: userId)
                 )
                 blocked = Set(try Self.admitted(replies[0]).compactMap(\.string))
-                found = try StatusRepository.stored(userIds: ids, viewer: userId, from: replies.dropFirst())
+                found = try await statuses.completed(
+                    StatusRepository.stored(userIds: ids, viewer: userId, from: replies.dropFirst()),
+                    appId: app.appId
+                )
             } else {
                 let reply = try await redis.pipeline(script: scripts.queryRateLimit, keys: keys, arguments: rateArguments(app.config), then: [])
                 blocked = Set(try Self.admitted(reply[0]).compactMap(\.string))

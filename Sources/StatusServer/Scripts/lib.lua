@@ -59,17 +59,44 @@ local function bump_version(status_key, now)
     redis.call('HSET', status_key, 'vt', now)
 end
 
+-- SPEC §4 getUserStatus reads many users at once, so each user's status hash also carries a read copy of what a
+-- status read needs from the profile and the devices: `pc` (the profile's createdAt: the user exists), `pr` (role),
+-- `pp` (lastSeenPrivacy) and `dp` (the online devices as "deviceId platform deviceId platform ...": deviceIds have no
+-- spaces, SPEC §1). Every script that changes the profile or the devices rewrites it in the same atomic step, so a
+-- status read is one HMGET per user (StatusRepository.readFields). A status hash without `pc` belongs to a user that
+-- does not exist, or was last written by an earlier version: status_read_copy.lua fills it then.
+local function write_read_copy(status_key, created_at, role, privacy, device_words)
+    redis.call('HSET', status_key, 'pc', created_at, 'dp', table.concat(device_words, ' '))
+    if role then
+        redis.call('HSET', status_key, 'pr', role)
+    else
+        redis.call('HDEL', status_key, 'pr')
+    end
+    if privacy then
+        redis.call('HSET', status_key, 'pp', privacy)
+    else
+        redis.call('HDEL', status_key, 'pp')
+    end
+end
+
 -- The status object as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', device1, platform1, ...}.
 -- The profile's role and last-seen privacy travel with it: who may hear of the change, and who may see lastActiveAt.
+-- Every script that changed the devices calls it after the change, so it also rewrites the read copy (above).
 local function status_reply(status_key, profile_key, devices_key)
     local s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v')
-    local profile = redis.call('HMGET', profile_key, 'role', 'lastSeenPrivacy')
-    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[1] or '', profile[2] or '' }
+    local profile = redis.call('HMGET', profile_key, 'createdAt', 'role', 'lastSeenPrivacy')
+    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[2] or '', profile[3] or '' }
+    local words = {}
     local devices = redis.call('HGETALL', devices_key)
     for i = 1, #devices, 2 do
         local d = cjson.decode(devices[i + 1])
         reply[#reply + 1] = devices[i]
         reply[#reply + 1] = d.p
+        words[#words + 1] = devices[i]
+        words[#words + 1] = d.p
+    end
+    if profile[1] then
+        write_read_copy(status_key, profile[1], profile[2], profile[3], words)
     end
     return reply
 end

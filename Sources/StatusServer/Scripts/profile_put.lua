@@ -1,7 +1,9 @@
 -- SPEC §7 `PUT /users/{userId}`: creates or replaces the profile in one step (no reader sees it half written).
 -- A user created (again) gets a fresh token generation, kept across updates: tokens carry it, so tokens of a deleted
 -- user never work for a user created later under the same id (SPEC §7).
--- KEYS: profile
+-- SPEC §2 last-seen privacy and role-scoped presence read the profile's `lastSeenPrivacy` and `role` through the status
+-- hash's read copy (lib.lua write_read_copy), rewritten here in the same step.
+-- KEYS: profile, status, devices
 -- ARGV: now ms, new generation (used only when the user is created), then field/value pairs (name, role, tags, ...)
 -- Reply: {created (0|1), createdAt}
 local created = 0
@@ -20,4 +22,5 @@ end
 for i = 3, #ARGV, 2 do
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
 end
+status_reply(KEYS[2], KEYS[1], KEYS[3])
 return { created, created_at }

@@ -17,12 +17,14 @@ struct ScriptLibrary: Sendable {
     let appDeleteMark: RedisScript
     let appDeleteClaim: RedisScript
     let appDeleteFinish: RedisScript
+    let statusReadCopy: RedisScript
 
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
         [
             setCustomStatus, deviceConnect, deviceHeartbeat, devicesRemove, subscribe, unsubscribe, queryRateLimit, presenceIndex,
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
+            statusReadCopy,
         ]
     }
 
@@ -46,7 +48,8 @@ struct ScriptLibrary: Sendable {
             profilePut: try script("profile_put"),
             appDeleteMark: try script("app_delete_mark"),
             appDeleteClaim: try script("app_delete_claim"),
-            appDeleteFinish: try script("app_delete_finish")
+            appDeleteFinish: try script("app_delete_finish"),
+            statusReadCopy: try script("status_read_copy")
         )
     }
 

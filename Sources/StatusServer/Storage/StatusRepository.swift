@@ -38,68 +38,125 @@ struct StatusRepository: Sendable {
         try await stored(appId: appId, userIds: userIds).mapValues(\.status)
     }
 
-    /// Statuses of many users with their role, privacy and version time, in one round trip; with `viewer`, also
-    /// whether each is the viewer's friend. Users without a profile are left out.
+    /// Statuses of many users with their role, privacy and version time, in one round trip (two when some status hash
+    /// has no read copy yet); with `viewer`, also whether each is the viewer's friend. Users without a profile are
+    /// left out.
     func stored(appId: String, userIds: [String], viewer: String? = nil) async throws -> [String: StoredStatus] {
         guard !userIds.isEmpty else { return [:] }
         let replies = try await redis.pipeline(Self.statusReads(appId: appId, userIds: userIds, viewer: viewer))
-        return try Self.stored(userIds: userIds, viewer: viewer, from: replies[...])
+        return try await completed(Self.stored(userIds: userIds, viewer: viewer, from: replies[...]), appId: appId)
     }
 
-    /// The commands that read the statuses of `userIds`: three per user, each touching one user's keys only, so they
-    /// can share a pipeline with other commands, or go to different shards; with `viewer`, one more at the end, on the
-    /// viewer's own keys: which of them are the viewer's friends (`SMISMEMBER`; friendship is mutual, SPEC §4, so the
-    /// viewer's set answers for all of them at once). A profile always has `createdAt`, so its read tells whether the
-    /// user exists.
+    /// The fields of a user's status hash that a status read needs: its own (`t`, `cs`, `la`, `v`, `vt`) and the read
+    /// copy of the profile and the devices (`pc`, `pr`, `pp`, `dp`; `lib.lua` `write_read_copy`).
+    static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp"]
+
+    /// The commands that read the statuses of `userIds`: one `HMGET` of ``readFields`` per user, each touching one
+    /// user's keys only, so they can share a pipeline with other commands, or go to different shards; with `viewer`,
+    /// one more at the end, on the viewer's own keys: which of them are the viewer's friends (`SMISMEMBER`; friendship
+    /// is mutual, SPEC §4, so the viewer's set answers for all of them at once).
     static func statusReads(appId: String, userIds: [String], viewer: String? = nil) -> [[String]] {
         let keys = RedisKeys(appId: appId)
         var commands: [[String]] = []
-        commands.reserveCapacity(userIds.count * 3 + 1)
+        commands.reserveCapacity(userIds.count + 1)
         for userId in userIds {
-            let user = keys.user(userId)
-            commands.append(["HMGET", user.profile, "createdAt", "role", "lastSeenPrivacy"])
-            commands.append(["HMGET", user.status, "t", "cs", "la", "v", "vt"])
-            commands.append(["HGETALL", user.devices])
+            var command = ["HMGET", keys.user(userId).status]
+            command.append(contentsOf: readFields)
+            commands.append(command)
         }
         if let viewer { commands.append(["SMISMEMBER", keys.user(viewer).friends] + userIds) }
         return commands
     }
 
+    /// What the commands of ``statusReads(appId:userIds:viewer:)`` found.
+    struct StatusReads: Sendable {
+        /// The users whose status was read.
+        var found: [String: StoredStatus]
+        /// The users whose status hash has no read copy, with whether each is the viewer's friend: each does not
+        /// exist, or was last written by an earlier version. ``completed(_:appId:)`` reads them.
+        var withoutCopy: [(userId: String, viewerIsFriend: Bool?)]
+    }
+
     /// Decodes the replies to ``statusReads(appId:userIds:viewer:)``.
-    static func stored(userIds: [String], viewer: String? = nil, from replies: ArraySlice<RedisValue>) throws -> [String: StoredStatus] {
-        let stride = 3
-        guard replies.count == userIds.count * stride + (viewer == nil ? 0 : 1) else { throw StatusReplyError.malformed }
+    static func stored(userIds: [String], viewer: String? = nil, from replies: ArraySlice<RedisValue>) throws -> StatusReads {
+        guard replies.count == userIds.count + (viewer == nil ? 0 : 1) else { throw StatusReplyError.malformed }
         let friendship = viewer == nil ? nil : replies.last?.array
         if viewer != nil, friendship?.count != userIds.count { throw StatusReplyError.malformed }
-        var result: [String: StoredStatus] = [:]
-        result.reserveCapacity(userIds.count)
+        var reads = StatusReads(found: [:], withoutCopy: [])
+        reads.found.reserveCapacity(userIds.count)
         for (index, userId) in userIds.enumerated() {
-            let base = replies.startIndex + index * stride
-            guard let profile = replies[base].array, profile.count == 3, !profile[0].isNull,
-                let fields = replies[base + 1].array, fields.count == 5
-            else { continue }
-            var flat = fields.prefix(4).map { $0.isNull ? RedisValue.bulkString([]) : $0 }
-            flat.append(profile[1].isNull ? .bulkString([]) : profile[1])
-            flat.append(profile[2].isNull ? .bulkString([]) : profile[2])
-            let devices = replies[base + 2].array ?? []
-            var position = 0
-            while position + 1 < devices.count {
-                if let platform = DeviceRecord.platform(devices[position + 1]) {
-                    flat.append(devices[position])
-                    flat.append(.bulkString(Array(platform.utf8)))
-                }
-                position += 2
+            let isFriend = friendship.map { $0[index] == .integer(1) }
+            if let stored = try decode(userId: userId, fields: replies[replies.startIndex + index], viewerIsFriend: isFriend) {
+                reads.found[userId] = stored
+            } else {
+                reads.withoutCopy.append((userId, isFriend))
             }
-            let reply = try StatusReply(userId: userId, values: flat, offset: 0)
-            result[userId] = StoredStatus(
-                status: reply.status,
-                role: reply.role,
-                lastSeenPrivacy: reply.lastSeenPrivacy,
-                versionTime: fields[4].int,
-                viewerIsFriend: friendship.map { $0[index] == .integer(1) }
-            )
         }
-        return result
+        return reads
+    }
+
+    /// Completes `reads`: the users without a read copy are read with `status_read_copy.lua`, which writes the copy
+    /// first (so each such user costs this second round trip once), and leaves out users that do not exist.
+    func completed(_ reads: StatusReads, appId: String) async throws -> [String: StoredStatus] {
+        guard !reads.withoutCopy.isEmpty else { return reads.found }
+        let keys = RedisKeys(appId: appId)
+        let commands = reads.withoutCopy.map { missing in
+            let user = keys.user(missing.userId)
+            return ["EVALSHA", scripts.statusReadCopy.sha1, "3", user.status, user.profile, user.devices] + Self.readFields
+        }
+        var replies = try await redis.pipeline(commands)
+        if replies.contains(where: { if case .error(let message) = $0 { message.hasPrefix("NOSCRIPT") } else { false } }) {
+            try await redis.loadScripts([scripts.statusReadCopy])
+            replies = try await redis.pipeline(commands)
+        }
+        var found = reads.found
+        for (missing, reply) in zip(reads.withoutCopy, replies) {
+            if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
+            if let stored = try Self.decode(userId: missing.userId, fields: reply, viewerIsFriend: missing.viewerIsFriend) {
+                found[missing.userId] = stored
+            }
+        }
+        return found
+    }
+
+    /// Decodes one `HMGET` of ``readFields``; nil when the hash has no read copy (`pc`).
+    static func decode(userId: String, fields reply: RedisValue, viewerIsFriend: Bool?) throws -> StoredStatus? {
+        if reply.isNull { return nil }
+        guard let fields = reply.array, fields.count == readFields.count else { throw StatusReplyError.malformed }
+        guard !fields[5].isNull else { return nil }
+        let status = UserStatus(
+            userId: userId,
+            statusType: fields[0].string.flatMap(StatusType.init(rawValue:)) ?? .unlogined,
+            customStatus: fields[1].string.flatMap { $0.isEmpty ? nil : $0 },
+            lastActiveAt: fields[2].int,
+            version: fields[3].int ?? 0,
+            onlineDevices: fields[8].bytes.map(onlineDevices) ?? []
+        )
+        return StoredStatus(
+            status: status,
+            role: fields[6].string.flatMap { $0.isEmpty ? nil : $0 },
+            lastSeenPrivacy: fields[7].string.flatMap(LastSeenPrivacy.init(rawValue:)),
+            versionTime: fields[4].int,
+            viewerIsFriend: viewerIsFriend
+        )
+    }
+
+    /// The devices of a read copy's `dp` (`deviceId platform deviceId platform ...`), by deviceId; a pair with an
+    /// unknown platform is skipped, as in ``StatusReply``.
+    static func onlineDevices(_ words: [UInt8]) -> [OnlineDevice] {
+        guard !words.isEmpty else { return [] }
+        let parts = words.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
+        var devices: [OnlineDevice] = []
+        devices.reserveCapacity(parts.count / 2)
+        var index = 0
+        while index + 1 < parts.count {
+            if let platform = Platform(rawValue: String(decoding: parts[index + 1], as: UTF8.self)) {
+                devices.append(OnlineDevice(deviceId: String(decoding: parts[index], as: UTF8.self), platform: platform))
+            }
+            index += 2
+        }
+        devices.sort { $0.deviceId < $1.deviceId }
+        return devices
     }
 
     /// SPEC §4 setSelfStatus; `nil` clears. The script publishes the change itself; the app's log of recent changes

@@ -19,7 +19,8 @@ struct UserDirectory: Sendable {
         if let tags = input.tags { arguments += ["tags", try JSONCoding.string(tags)] }
         if let metadata = input.metadata, metadata != .null { arguments += ["metadata", try JSONCoding.string(metadata)] }
         if let privacy = input.lastSeenPrivacy { arguments += ["lastSeenPrivacy", privacy.rawValue] }
-        _ = try await redis.evalScript(scripts.profilePut, keys: [keys.user(userId).profile], arguments: arguments)
+        let user = keys.user(userId)
+        _ = try await redis.evalScript(scripts.profilePut, keys: [user.profile, user.status, user.devices], arguments: arguments)
         _ = try await redis.send("ZADD", keys.users, "0", userId)
         return try await require(appId: appId, userId: userId)
     }
