@@ -88,6 +88,31 @@ import Testing
         await redis.close()
     }
 
+    @Test func writesThatReadTheCopyAnswerFromItAndFillAMissingOne() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "read-copy-test"))
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            expectOK(try await app.call(.put, "/users/bob", ["role": "vip"]))
+            expectOK(try await app.login("bob", "phone", platform: "ios"))
+            expectOK(try await app.login("bob", "desk", platform: "linux"))
+            let devices: JSONValue = [["deviceId": "desk", "platform": "linux"], ["deviceId": "phone", "platform": "ios"]]
+            // setSelfStatus reads the devices from the copy.
+            let set = try await app.call(.put, "/users/bob/status", ["customStatus": "busy"])
+            #expect(set.status == 200)
+            #expect(set.body["onlineDevices"] == devices)
+            // Without a copy (an earlier version's hash) it reads them from the devices and writes the copy.
+            _ = try await redis.send("HDEL", RedisKeys(appId: app.appId).user("bob").status, "pc", "pr", "pp", "dp")
+            let again = try await app.call(.put, "/users/bob/status", ["customStatus": "away"])
+            #expect(again.status == 200)
+            #expect(again.body["onlineDevices"] == devices)
+            let copy = try await self.copy(redis, app.appId, "bob")
+            #expect(copy["pc"] != nil)
+            #expect(copy["pr"] == "vip")
+            #expect(Set((copy["dp"] ?? "").split(separator: " ").map(String.init)) == ["phone", "ios", "desk", "linux"])
+        }
+        await redis.close()
+    }
+
     @Test func devicesOfTheCopyAreParsedInOrderAndUnknownPlatformsSkipped() {
         let devices = StatusRepository.onlineDevices(Array("z web a ios m martian b android".utf8))
         let expected = [

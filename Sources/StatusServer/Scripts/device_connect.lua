@@ -87,6 +87,6 @@ local header = { changed, previous, #kicked / 3 }
 for i = 1, #kicked do
     header[#header + 1] = kicked[i]
 end
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3])
+local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true)
 publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply)
 return with_header(header, reply)

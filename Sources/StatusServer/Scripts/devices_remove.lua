@@ -50,7 +50,7 @@ if #removed > 0 then
 end
 local header = { changed, cleared, #removed / 2 }
 for _, value in ipairs(removed) do header[#header + 1] = value end
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3])
+local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], #removed > 0)
 if changed ~= 0 then
     publish_status(ARGV[7], ARGV[8], ARGV[5], ARGV[6], changed, reply)
 end

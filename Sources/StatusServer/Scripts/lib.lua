@@ -81,8 +81,20 @@ end
 
 -- The status object as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', device1, platform1, ...}.
 -- The profile's role and last-seen privacy travel with it: who may hear of the change, and who may see lastActiveAt.
--- Every script that changed the devices calls it after the change, so it also rewrites the read copy (above).
-local function status_reply(status_key, profile_key, devices_key)
+-- Scripts that change neither the devices nor the profile (custom status, heartbeat) read them from the read copy
+-- (above). With `refresh_copy` (every script that changes the devices or the profile passes it), or when the hash has
+-- no copy yet, they are read from the profile and the devices and the copy is rewritten.
+local function status_reply(status_key, profile_key, devices_key, refresh_copy)
+    if not refresh_copy then
+        local s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp')
+        if s[5] then
+            local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', s[6] or '', s[7] or '' }
+            for word in string.gmatch(s[8] or '', '%S+') do
+                reply[#reply + 1] = word
+            end
+            return reply
+        end
+    end
     local s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v')
     local profile = redis.call('HMGET', profile_key, 'createdAt', 'role', 'lastSeenPrivacy')
     local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[2] or '', profile[3] or '' }

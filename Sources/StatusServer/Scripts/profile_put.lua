@@ -22,5 +22,5 @@ end
 for i = 3, #ARGV, 2 do
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
 end
-status_reply(KEYS[2], KEYS[1], KEYS[3])
+status_reply(KEYS[2], KEYS[1], KEYS[3], true)
 return { created, created_at }

@@ -8,5 +8,5 @@
 if redis.call('EXISTS', KEYS[2]) == 0 then
     return false
 end
-status_reply(KEYS[1], KEYS[2], KEYS[3])
+status_reply(KEYS[1], KEYS[2], KEYS[3], true)
 return redis.call('HMGET', KEYS[1], unpack(ARGV))

@@ -60,13 +60,17 @@ struct StatusRepository: Sendable {
         var commands: [[String]] = []
         commands.reserveCapacity(userIds.count + 1)
         for userId in userIds {
-            var command = ["HMGET", keys.user(userId).status]
-            command.append(contentsOf: readFields)
+            // One allocation per command: the template is copied whole and only its key is replaced.
+            var command = readCommandTemplate
+            command[1] = keys.user(userId).status
             commands.append(command)
         }
         if let viewer { commands.append(["SMISMEMBER", keys.user(viewer).friends] + userIds) }
         return commands
     }
+
+    /// `HMGET <key> readFields...`, with the key left empty.
+    private static let readCommandTemplate = ["HMGET", ""] + readFields
 
     /// What the commands of ``statusReads(appId:userIds:viewer:)`` found.
     struct StatusReads: Sendable {
