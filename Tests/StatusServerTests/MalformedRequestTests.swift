@@ -67,6 +67,16 @@ import Testing
         try expectRefused(Array("POST /v1/apps HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".utf8), headIsBad: false)
     }
 
+    /// RFC 9110: a header name is a token; every one of its punctuation characters is allowed, others refused.
+    @Test func headerNamesWithEveryTokenCharacterPassAndOthersAreRefused() throws {
+        let served = try serve(Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-a!#$%&'*+-.^_`|~9: v\r\n\r\n".utf8))
+        #expect(served.response.isEmpty, "\(served.response)")
+        #expect(!served.closed)
+        for bad in ["X(a", "X@a", "X,a", "X/a", "X[a", "X{a", "X\"a"] {
+            try expectRefused(Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\(bad): v\r\n\r\n".utf8))
+        }
+    }
+
     @Test func wellFormedRequestsPassThrough() throws {
         let served = try serve(Array("GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer abc\r\n\r\n".utf8))
         #expect(served.response.isEmpty)
