@@ -85,8 +85,11 @@ end
 -- (above). With `refresh_copy` (every script that changes the devices or the profile passes it), or when the hash has
 -- no copy yet, they are read from the profile and the devices and the copy is rewritten.
 local function status_reply(status_key, profile_key, devices_key, refresh_copy)
-    if not refresh_copy then
-        local s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp')
+    local s
+    if refresh_copy then
+        s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v')
+    else
+        s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp')
         if s[5] then
             local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', s[6] or '', s[7] or '' }
             for word in string.gmatch(s[8] or '', '%S+') do
@@ -94,8 +97,8 @@ local function status_reply(status_key, profile_key, devices_key, refresh_copy)
             end
             return reply
         end
+        -- No copy yet: its first four fields are the status itself, read once.
     end
-    local s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v')
     local profile = redis.call('HMGET', profile_key, 'createdAt', 'role', 'lastSeenPrivacy')
     local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[2] or '', profile[3] or '' }
     local words = {}
