@@ -1,4 +1,5 @@
 import Foundation
+import Hummingbird
 import RedisClient
 import StatusCore
 import Testing
@@ -23,6 +24,28 @@ import Testing
                 #expect(text.contains("redis_client_connects_total"))
                 #expect(text.contains("http_server_request_duration"))
             }
+        }
+    }
+
+    /// The per-route series count each request once, and a method statusd does not serve cannot make a series of its
+    /// own (HTTP parsers accept dozens of methods, WebDAV's among them: a client could otherwise add series at will).
+    @Test func requestSeriesCountRequestsAndBoundTheirMethods() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice"])
+            for _ in 0..<3 { _ = try await app.call(.put, "/users/alice/status", ["customStatus": "busy"]) }
+            for method in ["PROPFIND", "REPORT"] {
+                let odd = try await api.raw(HTTPRequest.Method(method)!, "/v1/apps/\(app.appId)/users/alice/status", key: app.apiKey)
+                #expect(odd.status == 405)
+            }
+            let text = try await api.client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+            let series = text.split(separator: "\n").filter { $0.hasPrefix("hb_requests{") }
+            let puts = series.filter { $0.contains("http_request_method=\"PUT\"") && $0.contains("status\"") && $0.contains("\"200\"") }
+            #expect(puts.count == 1)
+            #expect(puts.first?.hasSuffix(" 3") == true, "\(puts)")
+            #expect(!text.contains("PROPFIND"))
+            #expect(!text.contains("REPORT"))
+            #expect(series.contains { $0.contains("http_request_method=\"_OTHER\"") && $0.contains("\"405\"") })
         }
     }
 

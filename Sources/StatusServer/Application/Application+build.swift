@@ -43,7 +43,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
 func buildRouter(services: ServerServices, index: FanoutIndex, activity: AppActivity) throws -> Router<StatusRequestContext> {
     let router = Router(context: StatusRequestContext.self)
     let registry = MetricsBootstrap.registry()
-    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: RequestMetricsMiddleware())
     router.add(middleware: ErrorMiddleware(activity: activity))
     HealthRoutes(services: services, registry: registry).register(on: router)
     AdminRoutes(services: services).register(on: router)

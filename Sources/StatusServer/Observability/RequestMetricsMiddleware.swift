@@ -1,0 +1,105 @@
+import CoreMetrics
+import Dispatch
+import Hummingbird
+import Synchronization
+
+/// Per-route HTTP metrics (SPEC §9): the same series as Hummingbird's `MetricsMiddleware` (`hb_requests`,
+/// `hb_request_errors`, `http_server_request_duration`, `http_server_active_requests`), recorded when the handler has
+/// produced its response.
+///
+/// Hummingbird's middleware records them after the body is written, by wrapping every body in a closure. A wrapped
+/// body loses Hummingbird's single-write path: the head, the body and the end of each response became three writes
+/// to the connection, each flushed, which is two `write` system calls where one does. Every statusd route answers
+/// with a body it has built in memory, so the time to produce the response is the time of the request but for the
+/// last write of a few hundred bytes, and the response stays one write.
+struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+    private let cache = RequestMetricsCache()
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let method = Self.seriesMethod(request.method)
+        let active = cache.active(method)
+        active.increment()
+        defer { active.decrement() }
+        do {
+            let response = try await next(request, context)
+            let route = cache.route(RouteKey(route: context.endpointPath ?? "Unknown", method: method, status: response.status))
+            route.requests.increment()
+            route.duration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
+            return response
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
+            let route = cache.route(RouteKey(route: context.endpointPath ?? "NotFound", method: method, status: status))
+            route.requests.increment()
+            route.errors.increment()
+            throw error
+        }
+    }
+
+    /// The method as a series label: HTTP allows any token as a method, so methods statusd does not serve share one
+    /// label, `_OTHER` (as OpenTelemetry's conventions name it), and a client cannot make new series.
+    static func seriesMethod(_ method: HTTPRequest.Method) -> HTTPRequest.Method {
+        switch method {
+        case .get, .head, .post, .put, .delete, .patch, .options: method
+        default: otherMethod
+        }
+    }
+
+    private static var otherMethod: HTTPRequest.Method { HTTPRequest.Method("_OTHER")! }
+}
+
+/// The series of one route, method and status.
+private struct RouteKey: Hashable, Sendable {
+    var route: String
+    var method: HTTPRequest.Method
+    var status: HTTPResponse.Status
+}
+
+/// The metric handles of one ``RouteKey``, made once: a handle's creation goes through the metrics factory's own lock
+/// and lookup, which is more work than the request's increment.
+private struct RouteMetrics: Sendable {
+    let requests: Counter
+    let duration: CoreMetrics.Timer
+    let errors: Counter
+
+    init(_ key: RouteKey) {
+        let dimensions = [
+            ("http.route", key.route), ("http.request.method", key.method.description),
+            ("http.response.status_code", key.status.code.description),
+        ]
+        requests = Counter(label: "hb.requests", dimensions: dimensions)
+        duration = CoreMetrics.Timer(label: "http.server.request.duration", dimensions: dimensions, preferredDisplayUnit: TimeUnit.seconds)
+        errors = Counter(
+            label: "hb.request.errors",
+            dimensions: [
+                ("http.route", key.route), ("http.request.method", key.method.description),
+                ("error.type", key.status.code.description),
+            ]
+        )
+    }
+}
+
+/// The handles made so far. Routes, methods and statuses are few (unknown paths share one route, "NotFound"), so the
+/// cache stays small.
+private final class RequestMetricsCache: Sendable {
+    private let routes = Mutex<[RouteKey: RouteMetrics]>([:])
+    private let methods = Mutex<[HTTPRequest.Method: Meter]>([:])
+
+    func route(_ key: RouteKey) -> RouteMetrics {
+        routes.withLock { routes in
+            if let metrics = routes[key] { return metrics }
+            let metrics = RouteMetrics(key)
+            routes[key] = metrics
+            return metrics
+        }
+    }
+
+    func active(_ method: HTTPRequest.Method) -> Meter {
+        methods.withLock { methods in
+            if let meter = methods[method] { return meter }
+            let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.description)])
+            methods[method] = meter
+            return meter
+        }
+    }
+}
