@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import RedisClient
 import StatusCore
 import Testing
 
@@ -130,6 +132,25 @@ import Testing
                 #expect(try await app.setStatus("alice", "s\(index)").status == 200)
             }
             #expect(try await app.ownStatus("alice")["version"].int == 30)
+        }
+    }
+
+    /// SPEC §4: the caller must exist. The script proves existence from the status hash's read copy and checks the
+    /// profile only for a hash without one: neither a user never created nor a deleted one (whose status hash had a
+    /// copy) may set a status, and the refused call writes nothing.
+    @Test func aUserWhoDoesNotExistIsNotFoundAndNothingIsWritten() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            expectError(try await app.setStatus("ghost", "boo"), 404, "USER_NOT_FOUND")
+            #expect(try await app.setStatus("alice", "here").status == 200)
+            #expect(try await app.call(.delete, "/users/alice").status == 204)
+            expectError(try await app.setStatus("alice", "back"), 404, "USER_NOT_FOUND")
+            let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "set-status-test"))
+            let keys = RedisKeys(appId: app.appId)
+            let found = try await redis.pipeline([["EXISTS", keys.user("ghost").status], ["EXISTS", keys.user("alice").status]])
+            await redis.close()
+            #expect(found.map(\.int) == [0, 0])
         }
     }
 

@@ -23,22 +23,23 @@ local function rate_limit(key, now, calls, window_ms)
     return 0
 end
 
--- SPEC §2: while online, any request or connect is activity.
-local function touch_if_online(status_key, now)
-    if redis.call('HGET', status_key, 't') == 'online' then
+-- SPEC §2: while online, any request or connect is activity. `status_type` is the hash's `t` ('' when absent) where
+-- the script has read it already; nil reads it.
+local function touch_if_online(status_key, now, status_type)
+    if (status_type or redis.call('HGET', status_key, 't')) == 'online' then
         redis.call('HSET', status_key, 'la', now)
     end
 end
 
 -- SPEC §5 for a rate-limited operation: counts the call, or returns the `{1, retry after ms}` reply of a rejected
--- one; an accepted call is activity (SPEC §2). Returns nil when accepted.
-local function admit(rate_key, status_key, calls, window_ms)
+-- one; an accepted call is activity (SPEC §2). Returns nil when accepted. `status_type` as for touch_if_online.
+local function admit(rate_key, status_key, calls, window_ms, status_type)
     local now = now_ms()
     local retry = rate_limit(rate_key, now, tonumber(calls), tonumber(window_ms))
     if retry > 0 then
         return { 1, retry }
     end
-    touch_if_online(status_key, now)
+    touch_if_online(status_key, now, status_type)
     return nil
 end
 
@@ -133,29 +134,42 @@ end
 -- A status change of a user nobody watches costs two lookups of absent channels.
 -- `reply` is a status reply (see status_reply); `change` is 1 (status) or 2 (devices only).
 local function publish_status(user_channel, app_channel, app_id, user_id, change, reply)
-    local devices = {}
-    for i = 7, #reply, 2 do
-        devices[#devices + 1] = '{"deviceId":' .. cjson.encode(reply[i]) .. ',"platform":' .. cjson.encode(reply[i + 1]) .. '}'
-    end
-    local status = { '{"userId":', cjson.encode(user_id), ',"statusType":', cjson.encode(reply[1]) }
-    if reply[2] ~= '' then
-        status[#status + 1] = ',"customStatus":' .. cjson.encode(reply[2])
-    end
-    if reply[3] ~= '' then
-        status[#status + 1] = ',"lastActiveAt":' .. tostring(tonumber(reply[3]))
-    end
-    status[#status + 1] = ',"version":' .. tostring(tonumber(reply[4]))
-    status[#status + 1] = ',"onlineDevices":[' .. table.concat(devices, ',') .. ']}'
-    local message = { '{"v":1,"type":"status","appId":', cjson.encode(app_id) }
-    message[#message + 1] = change == 1 and ',"change":"status"' or ',"change":"devices"'
+    -- One table, joined once (each `..` would make and intern a string of its own). Identifiers (SPEC §1), statusType
+    -- and platforms are written as they are: their characters never need escaping in JSON.
+    local m = { '{"v":1,"type":"status","appId":"', app_id, change == 1 and '","change":"status"' or '","change":"devices"' }
     if reply[5] ~= '' then
-        message[#message + 1] = ',"role":' .. cjson.encode(reply[5])
+        m[#m + 1] = ',"role":'
+        m[#m + 1] = cjson.encode(reply[5])
     end
     if reply[6] ~= '' then
-        message[#message + 1] = ',"lastSeenPrivacy":' .. cjson.encode(reply[6])
+        m[#m + 1] = ',"lastSeenPrivacy":'
+        m[#m + 1] = cjson.encode(reply[6])
     end
-    message[#message + 1] = ',"status":' .. table.concat(status) .. '}'
-    local payload = table.concat(message)
+    m[#m + 1] = ',"status":{"userId":"'
+    m[#m + 1] = user_id
+    m[#m + 1] = '","statusType":"'
+    m[#m + 1] = reply[1]
+    m[#m + 1] = '"'
+    if reply[2] ~= '' then
+        m[#m + 1] = ',"customStatus":'
+        m[#m + 1] = cjson.encode(reply[2])
+    end
+    if reply[3] ~= '' then
+        m[#m + 1] = ',"lastActiveAt":'
+        m[#m + 1] = tostring(tonumber(reply[3]))
+    end
+    m[#m + 1] = ',"version":'
+    m[#m + 1] = tostring(tonumber(reply[4]))
+    m[#m + 1] = ',"onlineDevices":['
+    for i = 7, #reply, 2 do
+        m[#m + 1] = i == 7 and '{"deviceId":"' or ',{"deviceId":"'
+        m[#m + 1] = reply[i]
+        m[#m + 1] = '","platform":"'
+        m[#m + 1] = reply[i + 1]
+        m[#m + 1] = '"}'
+    end
+    m[#m + 1] = ']}}'
+    local payload = table.concat(m)
     redis.call('SPUBLISH', user_channel, payload)
     if change == 1 then
         redis.call('SPUBLISH', app_channel, payload)

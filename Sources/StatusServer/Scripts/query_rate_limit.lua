@@ -4,10 +4,14 @@
 -- KEYS: rate-limit log, status, blocks (by me), blocked by, profile
 -- ARGV: calls, window ms
 -- Reply: {0, blocked user...} when accepted, {1, retry after ms} when rate limited, or error USER_NOT_FOUND.
-if redis.call('EXISTS', KEYS[5]) == 0 then
+--
+-- One read of the caller's status hash serves both the existence check (its read copy's `pc` proves the user exists,
+-- lib.lua `write_read_copy`; `EXISTS` runs only for a hash without one) and the activity of an online caller.
+local s = redis.call('HMGET', KEYS[2], 't', 'pc')
+if not s[2] and redis.call('EXISTS', KEYS[5]) == 0 then
     return redis.error_reply('USER_NOT_FOUND')
 end
-local rejected = admit(KEYS[1], KEYS[2], ARGV[1], ARGV[2])
+local rejected = admit(KEYS[1], KEYS[2], ARGV[1], ARGV[2], s[1] or '')
 if rejected then
     return rejected
 end
