@@ -40,6 +40,22 @@ import Testing
         }
     }
 
+    /// Friendship is asked for every user of the call, in its order, whether the reads share the rate-limit check's
+    /// round trip (up to 100 ids) or follow it (more): bob's place among unknown users must not shift whom it is read for.
+    @Test func friendshipIsReadForEachAskedUserOfSmallAndLargeCalls() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await setUp(app)
+            for ghosts in [10, 130] {
+                let ids = (0..<ghosts).map { "ghost\($0)" } + ["bob"] + (0..<5).map { "nobody\($0)" } + ["alice", "carol"]
+                let byDave = try await app.query("dave", ids)
+                #expect(byDave.body["failures"].array.count == ghosts + 5)
+                #expect(lastActive(byDave) == ["alice": false, "bob": true, "carol": true])
+                #expect(lastActive(try await app.query("eve", ids)) == ["alice": false, "bob": false, "carol": true])
+            }
+        }
+    }
+
     @Test func theBackendQueryAndAppKeyListingsAlwaysSeeIt() async throws {
         try await withStatusd { api in
             let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "lastSeenPrivacy": "nobody"])

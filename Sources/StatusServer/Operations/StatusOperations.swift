@@ -45,8 +45,8 @@ struct StatusOperations: Sendable {
     /// getUserStatus: free for oneself; for others premium + statusQuery, batch limit and rate limit; blocked pairs
     /// see each other offline; another user's `lastActiveAt` only where their last-seen privacy lets the caller see it.
     ///
-    /// One round trip: the rate-limit script (which also checks that the caller exists and returns their block lists)
-    /// and the status reads share one pipeline. Past ``pipelinedQueryLimit`` ids the script runs first, alone, so that
+    /// One round trip: the rate-limit script (which also checks that the caller exists and returns their block lists
+    /// and which of the asked users are their friends) and the status reads share one pipeline. Past ``pipelinedQueryLimit`` ids the script runs first, alone, so that
     /// a call the rate limit turns away never costs the reads it would have made (SPEC §5 limits the costly calls).
     func getUserStatus(app: AppRecord, userId: String, userIds: [String]) async throws -> StatusQueryResult {
         if userIds.isEmpty { throw StatusError(.invalidRequest, "userIds must not be empty") }
@@ -59,24 +59,27 @@ struct StatusOperations: Sendable {
                 throw StatusError(.tooManyUsers, "at most \(app.config.queryBatchLimit) user ids per call")
             }
             let user = RedisKeys(appId: app.appId).user(userId)
-            let keys = [user.rateLimit(.getUserStatus), user.status, user.blocks, user.blockedBy, user.profile]
+            let keys = [user.rateLimit(.getUserStatus), user.status, user.blocks, user.blockedBy, user.profile, user.friends]
+            let arguments = rateArguments(app.config) + ids
+            let admission: QueryAdmission
             if ids.count <= Self.pipelinedQueryLimit {
                 let replies = try await redis.pipeline(
                     script: scripts.queryRateLimit,
                     keys: keys,
-                    arguments: rateArguments(app.config),
-                    then: StatusRepository.statusReads(appId: app.appId, userIds: ids, viewer: userId)
+                    arguments: arguments,
+                    then: StatusRepository.statusReads(appId: app.appId, userIds: ids)
                 )
-                blocked = Set(try Self.admitted(replies[0]).compactMap(\.string))
+                admission = try QueryAdmission(try Self.admitted(replies[0]), asked: ids.count)
                 found = try await statuses.completed(
-                    StatusRepository.stored(userIds: ids, viewer: userId, from: replies.dropFirst()),
+                    StatusRepository.stored(userIds: ids, friends: admission.friends, from: replies.dropFirst()),
                     appId: app.appId
                 )
             } else {
-                let reply = try await redis.pipeline(script: scripts.queryRateLimit, keys: keys, arguments: rateArguments(app.config), then: [])
-                blocked = Set(try Self.admitted(reply[0]).compactMap(\.string))
-                found = try await statuses.stored(appId: app.appId, userIds: ids, viewer: userId)
+                let reply = try await redis.pipeline(script: scripts.queryRateLimit, keys: keys, arguments: arguments, then: [])
+                admission = try QueryAdmission(try Self.admitted(reply[0]), asked: ids.count)
+                found = try await statuses.stored(appId: app.appId, userIds: ids, friends: admission.friends)
             }
+            blocked = admission.blocked
         } else {
             // Only the caller: not counted, and reading their status tells whether they exist.
             found = try await statuses.stored(appId: app.appId, userIds: ids)
@@ -100,6 +103,27 @@ struct StatusOperations: Sendable {
 
     /// The most ids whose reads share the rate-limit check's round trip.
     static let pipelinedQueryLimit = 100
+
+    /// What `query_rate_limit.lua` answers for an accepted call, after its leading 0: the count of blocked users, those
+    /// users (either way of blocking), then one flag per asked user, 1 when they are the caller's friend.
+    struct QueryAdmission: Equatable {
+        var blocked: Set<String>
+        var friends: [Bool]
+
+        init(blocked: Set<String>, friends: [Bool]) {
+            self.blocked = blocked
+            self.friends = friends
+        }
+
+        init(_ reply: [RedisValue], asked: Int) throws {
+            guard let wide = reply.first?.int, wide >= 0, wide < reply.count, reply.count == 1 + Int(wide) + asked else {
+                throw StatusReplyError.malformed
+            }
+            let count = Int(wide)
+            blocked = Set(reply[1..<(1 + count)].compactMap(\.string))
+            friends = reply[(1 + count)...].map { $0 == .integer(1) }
+        }
+    }
 
     /// subscribeUserStatus: premium + statusQuery, 1...subscribeBatchLimit ids, rate limited; per-id failures; the
     /// earliest subscriptions are evicted past subscriptionLimit in the same atomic step as the add.

@@ -39,12 +39,12 @@ struct StatusRepository: Sendable {
     }
 
     /// Statuses of many users with their role, privacy and version time, in one round trip (two when some status hash
-    /// has no read copy yet); with `viewer`, also whether each is the viewer's friend. Users without a profile are
-    /// left out.
-    func stored(appId: String, userIds: [String], viewer: String? = nil) async throws -> [String: StoredStatus] {
+    /// has no read copy yet); `friends`, when given, says for each of `userIds` whether it is the viewer's friend.
+    /// Users without a profile are left out.
+    func stored(appId: String, userIds: [String], friends: [Bool]? = nil) async throws -> [String: StoredStatus] {
         guard !userIds.isEmpty else { return [:] }
-        let replies = try await redis.pipeline(Self.statusReads(appId: appId, userIds: userIds, viewer: viewer))
-        return try await completed(Self.stored(userIds: userIds, viewer: viewer, from: replies[...]), appId: appId)
+        let replies = try await redis.pipeline(Self.statusReads(appId: appId, userIds: userIds))
+        return try await completed(Self.stored(userIds: userIds, friends: friends, from: replies[...]), appId: appId)
     }
 
     /// The fields of a user's status hash that a status read needs: its own (`t`, `cs`, `la`, `v`, `vt`) and the read
@@ -52,27 +52,25 @@ struct StatusRepository: Sendable {
     static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp"]
 
     /// The commands that read the statuses of `userIds`: one `HMGET` of ``readFields`` per user, each touching one
-    /// user's keys only, so they can share a pipeline with other commands, or go to different shards; with `viewer`,
-    /// one more at the end, on the viewer's own keys: which of them are the viewer's friends (`SMISMEMBER`; friendship
-    /// is mutual, SPEC §4, so the viewer's set answers for all of them at once).
-    static func statusReads(appId: String, userIds: [String], viewer: String? = nil) -> [[String]] {
+    /// user's keys only, so they can share a pipeline with other commands, or go to different shards. (Which of them
+    /// are a viewer's friends is asked on the viewer's keys, by `query_rate_limit.lua`.)
+    static func statusReads(appId: String, userIds: [String]) -> [[String]] {
         let keys = RedisKeys(appId: appId)
         var commands: [[String]] = []
-        commands.reserveCapacity(userIds.count + 1)
+        commands.reserveCapacity(userIds.count)
         for userId in userIds {
             // One allocation per command: the template is copied whole and only its key is replaced.
             var command = readCommandTemplate
             command[1] = keys.user(userId).status
             commands.append(command)
         }
-        if let viewer { commands.append(["SMISMEMBER", keys.user(viewer).friends] + userIds) }
         return commands
     }
 
     /// `HMGET <key> readFields...`, with the key left empty.
     private static let readCommandTemplate = ["HMGET", ""] + readFields
 
-    /// What the commands of ``statusReads(appId:userIds:viewer:)`` found.
+    /// What the commands of ``statusReads(appId:userIds:)`` found.
     struct StatusReads: Sendable {
         /// The users whose status was read.
         var found: [String: StoredStatus]
@@ -81,15 +79,15 @@ struct StatusRepository: Sendable {
         var withoutCopy: [(userId: String, viewerIsFriend: Bool?)]
     }
 
-    /// Decodes the replies to ``statusReads(appId:userIds:viewer:)``.
-    static func stored(userIds: [String], viewer: String? = nil, from replies: ArraySlice<RedisValue>) throws -> StatusReads {
-        guard replies.count == userIds.count + (viewer == nil ? 0 : 1) else { throw StatusReplyError.malformed }
-        let friendship = viewer == nil ? nil : replies.last?.array
-        if viewer != nil, friendship?.count != userIds.count { throw StatusReplyError.malformed }
+    /// Decodes the replies to ``statusReads(appId:userIds:)``; `friends` as for ``stored(appId:userIds:friends:)``.
+    static func stored(userIds: [String], friends: [Bool]? = nil, from replies: ArraySlice<RedisValue>) throws -> StatusReads {
+        guard replies.count == userIds.count, friends.map({ $0.count == userIds.count }) ?? true else {
+            throw StatusReplyError.malformed
+        }
         var reads = StatusReads(found: [:], withoutCopy: [])
         reads.found.reserveCapacity(userIds.count)
         for (index, userId) in userIds.enumerated() {
-            let isFriend = friendship.map { $0[index] == .integer(1) }
+            let isFriend = friends?[index]
             if let stored = try decode(userId: userId, fields: replies[replies.startIndex + index], viewerIsFriend: isFriend) {
                 reads.found[userId] = stored
             } else {
