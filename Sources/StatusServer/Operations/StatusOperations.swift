@@ -46,8 +46,9 @@ struct StatusOperations: Sendable {
     /// see each other offline; another user's `lastActiveAt` only where their last-seen privacy lets the caller see it.
     ///
     /// One round trip: the rate-limit script (which also checks that the caller exists and returns their block lists
-    /// and which of the asked users are their friends) and the status reads share one pipeline. Past ``pipelinedQueryLimit`` ids the script runs first, alone, so that
-    /// a call the rate limit turns away never costs the reads it would have made (SPEC §5 limits the costly calls).
+    /// and which of the asked users are their friends) and the status reads share one pipeline. Past
+    /// ``pipelinedQueryLimit`` ids the script runs first, alone, so that a call the rate limit turns away never costs
+    /// the reads it would have made (SPEC §5 limits the costly calls).
     func getUserStatus(app: AppRecord, userId: String, userIds: [String]) async throws -> StatusQueryResult {
         if userIds.isEmpty { throw StatusError(.invalidRequest, "userIds must not be empty") }
         let ids = try Identifiers.userIdList(userIds)
