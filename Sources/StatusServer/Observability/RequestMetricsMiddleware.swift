@@ -41,12 +41,13 @@ struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     static func seriesMethod(_ method: HTTPRequest.Method) -> HTTPRequest.Method {
         switch method {
         case .get, .head, .post, .put, .delete, .patch, .options: method
-        default: otherMethod
+        default: otherMethodLabel
         }
     }
-
-    private static var otherMethod: HTTPRequest.Method { HTTPRequest.Method("_OTHER")! }
 }
+
+/// The method label of methods statusd does not serve (made once: a generic type cannot hold a static constant).
+private let otherMethodLabel = HTTPRequest.Method("_OTHER")!
 
 /// The series of one route, method and status.
 private struct RouteKey: Hashable, Sendable {

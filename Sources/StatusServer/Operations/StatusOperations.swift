@@ -110,20 +110,6 @@ struct StatusOperations: Sendable {
     struct QueryAdmission: Equatable {
         var blocked: Set<String>
         var friends: [Bool]
-
-        init(blocked: Set<String>, friends: [Bool]) {
-            self.blocked = blocked
-            self.friends = friends
-        }
-
-        init(_ reply: [RedisValue], asked: Int) throws {
-            guard let wide = reply.first?.int, wide >= 0, wide < reply.count, reply.count == 1 + Int(wide) + asked else {
-                throw StatusReplyError.malformed
-            }
-            let count = Int(wide)
-            blocked = Set(reply[1..<(1 + count)].compactMap(\.string))
-            friends = reply[(1 + count)...].map { $0 == .integer(1) }
-        }
     }
 
     /// subscribeUserStatus: premium + statusQuery, 1...subscribeBatchLimit ids, rate limited; per-id failures; the
@@ -267,5 +253,17 @@ enum ListCursor {
         guard let data = Data(base64Encoded: base64), let userId = String(data: data, encoding: .utf8), Identifiers.isValidUserId(userId)
         else { throw StatusError(.invalidRequest, "invalid cursor") }
         return userId
+    }
+}
+
+extension StatusOperations.QueryAdmission {
+    /// Reads the reply that ``StatusOperations`` `admitted` left, refusing one whose counts do not add up.
+    init(_ reply: [RedisValue], asked: Int) throws {
+        guard let wide = reply.first?.int, wide >= 0, wide < reply.count, reply.count == 1 + Int(wide) + asked else {
+            throw StatusReplyError.malformed
+        }
+        let count = Int(wide)
+        blocked = Set(reply[1..<(1 + count)].compactMap(\.string))
+        friends = reply[(1 + count)...].map { $0 == .integer(1) }
     }
 }

@@ -80,6 +80,20 @@ local function write_read_copy(status_key, created_at, role, privacy, device_wor
     end
 end
 
+-- The status hash's status fields with its read copy: {t, cs, la, v, pc, pr, pp, dp} (nil where absent).
+local function read_with_copy(status_key)
+    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp')
+end
+
+-- The status reply (below) of what read_with_copy read, for a hash that has its copy.
+local function reply_from_copy(s)
+    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', s[6] or '', s[7] or '' }
+    for word in string.gmatch(s[8] or '', '%S+') do
+        reply[#reply + 1] = word
+    end
+    return reply
+end
+
 -- The status object as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', device1, platform1, ...}.
 -- The profile's role and last-seen privacy travel with it: who may hear of the change, and who may see lastActiveAt.
 -- Scripts that change neither the devices nor the profile (custom status, heartbeat) read them from the read copy
@@ -90,13 +104,9 @@ local function status_reply(status_key, profile_key, devices_key, refresh_copy)
     if refresh_copy then
         s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v')
     else
-        s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp')
+        s = read_with_copy(status_key)
         if s[5] then
-            local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', s[6] or '', s[7] or '' }
-            for word in string.gmatch(s[8] or '', '%S+') do
-                reply[#reply + 1] = word
-            end
-            return reply
+            return reply_from_copy(s)
         end
         -- No copy yet: its first four fields are the status itself, read once.
     end
