@@ -159,10 +159,13 @@ struct StatusOperations: Sendable {
         return UnsubscribeResult(unsubscribed: reply.compactMap(\.string))
     }
 
-    /// The user's subscriptions, oldest first.
+    /// The user's subscriptions, oldest first; the existence check and the read are one round trip.
     func subscriptions(appId: String, userId: String) async throws -> [String] {
-        try await users.requireExists(appId: appId, userId: userId)
-        let reply = try await redis.send("ZRANGE", RedisKeys(appId: appId).user(userId).subscriptions, "0", "-1")
+        let reply = try await users.requireExists(
+            appId: appId,
+            userId: userId,
+            thenRead: ["ZRANGE", RedisKeys(appId: appId).user(userId).subscriptions, "0", "-1"]
+        )
         return reply.array?.compactMap(\.string) ?? []
     }
 

@@ -144,42 +144,33 @@ end
 -- A status change of a user nobody watches costs two lookups of absent channels.
 -- `reply` is a status reply (see status_reply); `change` is 1 (status) or 2 (devices only).
 local function publish_status(user_channel, app_channel, app_id, user_id, change, reply)
-    -- One table, joined once (each `..` would make and intern a string of its own). Identifiers (SPEC §1), statusType
-    -- and platforms are written as they are: their characters never need escaping in JSON.
-    local m = { '{"v":1,"type":"status","appId":"', app_id, change == 1 and '","change":"status"' or '","change":"devices"' }
+    -- The message is one concatenation (Lua joins a chain of `..` in one step, into one new string); only the parts
+    -- that may be absent are made before it. Identifiers (SPEC §1), statusType and platforms are written as they are:
+    -- their characters never need escaping in JSON.
+    local role, privacy, custom, active, devices = '', '', '', '', ''
     if reply[5] ~= '' then
-        m[#m + 1] = ',"role":'
-        m[#m + 1] = cjson.encode(reply[5])
+        role = ',"role":' .. cjson.encode(reply[5])
     end
     if reply[6] ~= '' then
-        m[#m + 1] = ',"lastSeenPrivacy":'
-        m[#m + 1] = cjson.encode(reply[6])
+        privacy = ',"lastSeenPrivacy":' .. cjson.encode(reply[6])
     end
-    m[#m + 1] = ',"status":{"userId":"'
-    m[#m + 1] = user_id
-    m[#m + 1] = '","statusType":"'
-    m[#m + 1] = reply[1]
-    m[#m + 1] = '"'
     if reply[2] ~= '' then
-        m[#m + 1] = ',"customStatus":'
-        m[#m + 1] = cjson.encode(reply[2])
+        custom = ',"customStatus":' .. cjson.encode(reply[2])
     end
     if reply[3] ~= '' then
-        m[#m + 1] = ',"lastActiveAt":'
-        m[#m + 1] = tostring(tonumber(reply[3]))
+        active = ',"lastActiveAt":' .. tostring(tonumber(reply[3]))
     end
-    m[#m + 1] = ',"version":'
-    m[#m + 1] = tostring(tonumber(reply[4]))
-    m[#m + 1] = ',"onlineDevices":['
-    for i = 7, #reply, 2 do
-        m[#m + 1] = i == 7 and '{"deviceId":"' or ',{"deviceId":"'
-        m[#m + 1] = reply[i]
-        m[#m + 1] = '","platform":"'
-        m[#m + 1] = reply[i + 1]
-        m[#m + 1] = '"}'
+    if #reply > 6 then
+        local d = {}
+        for i = 7, #reply, 2 do
+            d[#d + 1] = '{"deviceId":"' .. reply[i] .. '","platform":"' .. reply[i + 1] .. '"}'
+        end
+        devices = table.concat(d, ',')
     end
-    m[#m + 1] = ']}}'
-    local payload = table.concat(m)
+    local payload = '{"v":1,"type":"status","appId":"' .. app_id
+        .. (change == 1 and '","change":"status"' or '","change":"devices"') .. role .. privacy
+        .. ',"status":{"userId":"' .. user_id .. '","statusType":"' .. reply[1] .. '"' .. custom .. active
+        .. ',"version":' .. tostring(tonumber(reply[4])) .. ',"onlineDevices":[' .. devices .. ']}}'
     redis.call('SPUBLISH', user_channel, payload)
     if change == 1 then
         redis.call('SPUBLISH', app_channel, payload)

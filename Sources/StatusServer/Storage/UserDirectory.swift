@@ -40,6 +40,17 @@ struct UserDirectory: Sendable {
         guard exists.int == 1 else { throw StatusError(.userNotFound, "user \(userId) not found") }
     }
 
+    /// Throws `USER_NOT_FOUND` unless the user exists, else the reply of `read`, a read of the user's own keys: both
+    /// in one round trip (one pipeline; the user's keys share a hash slot). A read that fails is thrown.
+    func requireExists(appId: String, userId: String, thenRead read: [String]) async throws -> RedisValue {
+        let replies = try await redis.pipeline([["EXISTS", RedisKeys(appId: appId).user(userId).profile], read])
+        guard replies.count == 2, replies[0].int == 1 else { throw StatusError(.userNotFound, "user \(userId) not found") }
+        if case .error(let message) = replies[1] {
+            throw RedisClientError(kind: .server, message: message)
+        }
+        return replies[1]
+    }
+
     /// The user's token generation (SPEC §7: a user created again needs new tokens): a random value set when the
     /// profile is created, or the creation time for profiles created before generations existed; nil when the user
     /// does not exist.
