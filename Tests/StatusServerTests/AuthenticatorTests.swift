@@ -26,4 +26,16 @@ import Testing
         #expect(token("Bearersk_1") == nil)
         #expect(token("Bearxr sk_1") == nil)
     }
+
+    @Test func secretsAreEqualOnlyWhenEveryByteIs() {
+        #expect(Authenticator.constantTimeEqual("sk_abc", "sk_abc"))
+        #expect(Authenticator.constantTimeEqual("", ""))
+        #expect(Authenticator.constantTimeEqual("clé✓", "clé✓"))
+        #expect(!Authenticator.constantTimeEqual("sk_abc", "sk_abd"))
+        #expect(!Authenticator.constantTimeEqual("sk_abc", "tk_abc"))
+        #expect(!Authenticator.constantTimeEqual("sk_abc", "sk_ab"))
+        #expect(!Authenticator.constantTimeEqual("sk_ab", "sk_abc"))
+        #expect(!Authenticator.constantTimeEqual("", "a"))
+        #expect(!Authenticator.constantTimeEqual("clé", "cle"))
+    }
 }

@@ -33,27 +33,32 @@ struct Authenticator: Sendable {
     }
 
     /// The bearer token of the `Authorization` header: the scheme matched case-insensitively, spaces and tabs around
-    /// the token dropped. Done on the header's bytes, with no lowercased copies (it runs on every request).
+    /// the token dropped. Done in place on the header's UTF-8 bytes, with no copies (it runs on every request).
     static func bearer(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization] else { return nil }
-        let bytes = Array(header.utf8)
-        let scheme = Array("bearer ".utf8)
-        guard bytes.count > scheme.count else { return nil }
-        for index in scheme.indices where bytes[index] | 0x20 != scheme[index] { return nil }
-        var start = scheme.count
-        var end = bytes.count
-        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
-        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
-        return String(decoding: bytes[start..<end], as: UTF8.self)
+        guard var header = request.headers[.authorization] else { return nil }
+        return header.withUTF8 { bytes -> String? in
+            let scheme: StaticString = "bearer "
+            guard bytes.count > scheme.utf8CodeUnitCount else { return nil }
+            for index in 0..<scheme.utf8CodeUnitCount where bytes[index] | 0x20 != scheme.utf8Start[index] { return nil }
+            var start = scheme.utf8CodeUnitCount
+            var end = bytes.count
+            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+        }
     }
 
-    /// Compares two secrets without leaking where they differ.
+    /// Compares two secrets without leaking where they differ: every byte is compared, on the strings' own storage.
     static func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
-        let left = Array(lhs.utf8)
-        let right = Array(rhs.utf8)
-        guard left.count == right.count else { return false }
-        var difference: UInt8 = 0
-        for index in left.indices { difference |= left[index] ^ right[index] }
-        return difference == 0
+        var lhs = lhs
+        var rhs = rhs
+        return lhs.withUTF8 { left in
+            rhs.withUTF8 { right in
+                guard left.count == right.count else { return false }
+                var difference: UInt8 = 0
+                for index in 0..<left.count { difference |= left[index] ^ right[index] }
+                return difference == 0
+            }
+        }
     }
 }
