@@ -62,8 +62,7 @@ struct UserRoutes: Sendable {
         }
         users.get(":userId/friends") { request, context in
             let (app, userId) = try await services.user(request, context)
-            try await services.users.requireExists(appId: app.appId, userId: userId)
-            return JSONResponse(UserIdList(userIds: try await services.users.friends(appId: app.appId, userId: userId)))
+            return JSONResponse(UserIdList(userIds: try await services.users.requireFriends(appId: app.appId, userId: userId)))
         }
         users.put(":userId/blocks") { request, context in
             let (app, userId, others) = try await relationRequest(request, context)

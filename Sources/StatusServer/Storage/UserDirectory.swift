@@ -139,6 +139,11 @@ struct UserDirectory: Sendable {
         try await members(RedisKeys(appId: appId).user(userId).friends)
     }
 
+    /// The user's friends, sorted; `USER_NOT_FOUND` unless the user exists. One round trip.
+    func requireFriends(appId: String, userId: String) async throws -> [String] {
+        Self.sorted(try await requireExists(appId: appId, userId: userId, thenRead: ["SMEMBERS", RedisKeys(appId: appId).user(userId).friends]))
+    }
+
     /// Blocks users: the blocker's `blocks` set first, then each target's `blockedby`.
     func addBlocks(appId: String, userId: String, targetIds: [String]) async throws {
         guard !targetIds.isEmpty else { return }
@@ -169,7 +174,12 @@ struct UserDirectory: Sendable {
     }
 
     private func members(_ key: String) async throws -> [String] {
-        (try await redis.send("SMEMBERS", key).array?.compactMap(\.string) ?? []).sorted()
+        Self.sorted(try await redis.send("SMEMBERS", key))
+    }
+
+    /// The members of an `SMEMBERS` reply, sorted.
+    private static func sorted(_ members: RedisValue) -> [String] {
+        (members.array?.compactMap(\.string) ?? []).sorted()
     }
 
     private static func profile(userId: String, reply: RedisValue) -> UserProfile? {
