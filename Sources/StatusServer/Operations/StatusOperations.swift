@@ -62,22 +62,21 @@ struct StatusOperations: Sendable {
             let user = RedisKeys(appId: app.appId).user(userId)
             let keys = [user.rateLimit(.getUserStatus), user.status, user.blocks, user.blockedBy, user.profile, user.friends]
             let arguments = rateArguments(app.config) + ids
-            let admission: QueryAdmission
-            if ids.count <= Self.pipelinedQueryLimit {
-                let replies = try await redis.pipeline(
-                    script: scripts.queryRateLimit,
-                    keys: keys,
-                    arguments: arguments,
-                    then: StatusRepository.statusReads(appId: app.appId, userIds: ids)
-                )
-                admission = try QueryAdmission(try Self.admitted(replies[0]), asked: ids.count)
+            // The reads ride along with the script up to pipelinedQueryLimit ids; past it they follow an accepted call.
+            let pipelined = ids.count <= Self.pipelinedQueryLimit
+            let replies = try await redis.pipeline(
+                script: scripts.queryRateLimit,
+                keys: keys,
+                arguments: arguments,
+                then: pipelined ? StatusRepository.statusReads(appId: app.appId, userIds: ids) : []
+            )
+            let admission = try QueryAdmission(try Self.admitted(replies[0]), asked: ids.count)
+            if pipelined {
                 found = try await statuses.completed(
                     StatusRepository.stored(userIds: ids, friends: admission.friends, from: replies.dropFirst()),
                     appId: app.appId
                 )
             } else {
-                let reply = try await redis.pipeline(script: scripts.queryRateLimit, keys: keys, arguments: arguments, then: [])
-                admission = try QueryAdmission(try Self.admitted(reply[0]), asked: ids.count)
                 found = try await statuses.stored(appId: app.appId, userIds: ids, friends: admission.friends)
             }
             blocked = admission.blocked
