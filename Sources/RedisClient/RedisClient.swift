@@ -115,6 +115,19 @@ public final class RedisClient: Sendable, Service {
         return try await self.pipeline(all)
     }
 
+    /// A pipeline holding `EVALSHA`s of `scripts`: when Redis lost a script (`NOSCRIPT` in any reply, as after a
+    /// restart), the scripts are loaded and the whole pipeline sent once more, so every command in it must be safe to
+    /// repeat.
+    public func pipelineLoadingScripts(_ commands: [[String]], scripts: [RedisScript]) async throws -> [RedisValue] {
+        let replies = try await self.pipeline(commands)
+        guard replies.contains(where: { if case .error(let message) = $0 { message.hasPrefix("NOSCRIPT") } else { false } }) else {
+            return replies
+        }
+        self.logger.info("Redis scripts not loaded, loading them", metadata: ["scripts": "\(scripts.map(\.name))"])
+        try await self.loadScripts(scripts)
+        return try await self.pipeline(commands)
+    }
+
     /// SCRIPT LOAD each script, on every master of a cluster; the first refusal is thrown as `.server`.
     public func loadScripts(_ scripts: [RedisScript]) async throws {
         let commands = scripts.map { ["SCRIPT", "LOAD", $0.source] }

@@ -130,12 +130,17 @@ import Testing
     /// The accepted reply of `query_rate_limit.lua`, read by its counts: a reply that does not add up is refused
     /// rather than read with friendship flags shifted onto other users.
     @Test func theAdmissionReplyIsReadByItsCounts() throws {
-        let reply: [RedisValue] = [.integer(2), .bulkString(Array("x".utf8)), .bulkString(Array("y".utf8)), .integer(1), .integer(0), .integer(0)]
+        let reply: [RedisValue] = [
+            .integer(7), .integer(2), .bulkString(Array("x".utf8)), .bulkString(Array("y".utf8)), .integer(1), .integer(0), .integer(0),
+        ]
         let admission = try StatusOperations.QueryAdmission(reply, asked: 3)
-        #expect(admission == StatusOperations.QueryAdmission(blocked: ["x", "y"], friends: [true, false, false]))
-        #expect(try StatusOperations.QueryAdmission([.integer(0), .integer(1)], asked: 1).friends == [true])
+        #expect(admission == StatusOperations.QueryAdmission(callsLeft: 7, blocked: ["x", "y"], friends: [true, false, false]))
+        #expect(try StatusOperations.QueryAdmission([.integer(0), .integer(0), .integer(1)], asked: 1).friends == [true])
         #expect(throws: StatusReplyError.self) { try StatusOperations.QueryAdmission(reply, asked: 2) }
-        #expect(throws: StatusReplyError.self) { try StatusOperations.QueryAdmission([.integer(3), .bulkString(Array("x".utf8))], asked: 0) }
+        #expect(throws: StatusReplyError.self) {
+            try StatusOperations.QueryAdmission([.integer(1), .integer(3), .bulkString(Array("x".utf8))], asked: 0)
+        }
+        #expect(throws: StatusReplyError.self) { try StatusOperations.QueryAdmission([.integer(1)], asked: 0) }
         #expect(throws: StatusReplyError.self) { try StatusOperations.QueryAdmission([], asked: 0) }
     }
 

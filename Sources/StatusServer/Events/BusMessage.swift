@@ -10,7 +10,9 @@ enum BusMessage: Sendable, Hashable {
     /// A user's status changed (`status`), or only their device list did (`devices`).
     case statusChanged(StatusChange)
     /// A user's relationships changed (subscriptions, friends, blocks): nodes holding their sessions reload them.
-    case relationsChanged(appId: String, userIds: [String])
+    /// `since` holds, for users the change may have made them hear about, the version they had when it was made: a
+    /// node that starts hearing them delivers what moved past it meanwhile (``FanoutService``).
+    case relationsChanged(appId: String, userIds: [String], since: [String: Int64] = [:])
     /// Devices were removed by logout, kick or sweep: the nodes holding them close them with `reason`.
     case devicesClosed(appId: String, userId: String, devices: [ClosedDevice], reason: String)
     /// An app's config changed: nodes drop their cached copy at once.
@@ -64,6 +66,7 @@ extension BusMessage: Codable {
         case status
         case devices
         case reason
+        case since
     }
 
     /// The `type` of each message.
@@ -96,7 +99,11 @@ extension BusMessage: Codable {
                 )
             )
         case .relations:
-            self = .relationsChanged(appId: appId, userIds: try fields.decode([String].self, forKey: .userIds))
+            self = .relationsChanged(
+                appId: appId,
+                userIds: try fields.decode([String].self, forKey: .userIds),
+                since: try fields.decodeIfPresent([String: Int64].self, forKey: .since) ?? [:]
+            )
         case .devicesClosed:
             self = .devicesClosed(
                 appId: appId,
@@ -124,10 +131,11 @@ extension BusMessage: Codable {
             try fields.encodeIfPresent(change.role, forKey: .role)
             try fields.encodeIfPresent(change.lastSeenPrivacy, forKey: .lastSeenPrivacy)
             try fields.encode(change.status, forKey: .status)
-        case .relationsChanged(let appId, let userIds):
+        case .relationsChanged(let appId, let userIds, let since):
             try fields.encode(Kind.relations.rawValue, forKey: .type)
             try fields.encode(appId, forKey: .appId)
             try fields.encode(userIds, forKey: .userIds)
+            if !since.isEmpty { try fields.encode(since, forKey: .since) }
         case .devicesClosed(let appId, let userId, let devices, let reason):
             try fields.encode(Kind.devicesClosed.rawValue, forKey: .type)
             try fields.encode(appId, forKey: .appId)

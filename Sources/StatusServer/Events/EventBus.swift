@@ -22,9 +22,11 @@ struct EventBus: Sendable {
     /// The commands that publish `message`.
     static func commands(for message: BusMessage) throws -> [[String]] {
         switch message {
-        case .relationsChanged(let appId, let userIds):
+        case .relationsChanged(let appId, let userIds, let since):
             return try Set(userIds).sorted().map { userId in
-                ["SPUBLISH", BusChannels.user(appId, userId), try JSONCoding.string(BusMessage.relationsChanged(appId: appId, userIds: [userId]))]
+                let own = since.filter { $0.key != userId }
+                let message = BusMessage.relationsChanged(appId: appId, userIds: [userId], since: own)
+                return ["SPUBLISH", BusChannels.user(appId, userId), try JSONCoding.string(message)]
             }
         case .devicesClosed(let appId, let userId, _, _), .deleted(let appId, .some(let userId)):
             return [["SPUBLISH", BusChannels.user(appId, userId), try JSONCoding.string(message)]]

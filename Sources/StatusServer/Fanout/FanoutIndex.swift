@@ -220,49 +220,82 @@ final class FanoutIndex: Sendable {
                 // current version by design and is never dropped for it.
                 return Audience()
             }
-            // Sessions are collected in an array and deduplicated by identity: this runs once per change for every
-            // recipient, so no string is hashed per recipient beyond the one lookup of its user.
-            var result = Audience()
-            var seen = Set<ObjectIdentifier>()
-            defer { if !result.isEmpty { state.versions[target] = change.status.version } }
-            if config.multiDeviceSync, let own = state.users[target] {
-                for session in own.sessions.values where seen.insert(ObjectIdentifier(session)).inserted { result.seeing.append(session) }
-            }
-            guard change.change == StatusRepository.Change.status.rawValue, config.plan == .premium else {
-                return result
-            }
-            let privacy = change.lastSeenPrivacy ?? config.lastSeenPrivacy
-            let hides = change.status.lastActiveAt != nil && privacy != .everyone
-            func addUser(_ userId: String, where include: (DeviceSession) -> Bool = { _ in true }) {
-                guard userId != target.userId, let user = state.users[AppUser(appId: change.appId, userId: userId)] else { return }
-                guard user.blocked.isEmpty || !user.blocked.contains(target.userId) else { return }
-                let sees = !hides || privacy.shows(to: .other(isFriend: user.friends.contains(target.userId)))
-                for session in user.sessions.values where include(session) && seen.insert(ObjectIdentifier(session)).inserted {
-                    if sees { result.seeing.append(session) } else { result.masked.append(session) }
-                }
-            }
-            func addSession(_ session: DeviceSession) {
-                addUser(session.userId) { $0 === session }
-            }
-            let friends = state.friendsOf[target] ?? []
-            if config.statusQuery {
-                let subscribers = state.subscribers[target] ?? []
-                result.seeing.reserveCapacity(subscribers.count)
-                seen.reserveCapacity(subscribers.count)
-                for userId in subscribers { addUser(userId) }
-                for session in (state.scopeAll[change.appId] ?? [:]).values { addSession(session) }
-                for userId in friends {
-                    addUser(userId) { if case .friends = $0.scope { true } else { false } }
-                }
-                if let role = change.role {
-                    for session in (state.scopeRoles[change.appId]?[role] ?? [:]).values { addSession(session) }
-                }
-            }
-            if config.friendStatusNotify {
-                for userId in friends { addUser(userId) }
-            }
+            let result = Self.recipients(of: change, config: config, in: state)
+            if !result.isEmpty { state.versions[target] = change.status.version }
             return result
         }
+    }
+
+    /// The recipients of a change that `watcher` may have missed while this node was not yet hearing its target
+    /// (``FanoutService`` catch-up after a relationship change): everyone entitled here when this node has not
+    /// delivered that version yet (the bus copy, if it comes, is then dropped as stale), else only `watcher`'s sessions,
+    /// who were not listening when the others heard it.
+    func catchUpAudience(of change: StatusChange, config: AppConfig, watcher: AppUser) -> Audience {
+        state.withLock { state in
+            let target = AppUser(appId: change.appId, userId: change.status.userId)
+            if let known = state.versions[target], known >= change.status.version {
+                var result = Self.recipients(of: change, config: config, in: state)
+                result.seeing.removeAll { $0.userId != watcher.userId }
+                result.masked.removeAll { $0.userId != watcher.userId }
+                return result
+            }
+            let result = Self.recipients(of: change, config: config, in: state)
+            if !result.isEmpty { state.versions[target] = change.status.version }
+            return result
+        }
+    }
+
+    /// Which of `targets` the local user hears about through a subscription or a friendship.
+    func related(_ key: AppUser, among targets: some Sequence<String>) -> [String] {
+        state.withLock { state in
+            guard let user = state.users[key] else { return [] }
+            return targets.filter { user.subscriptions.contains($0) || user.friends.contains($0) }
+        }
+    }
+
+    private static func recipients(of change: StatusChange, config: AppConfig, in state: State) -> Audience {
+        let target = AppUser(appId: change.appId, userId: change.status.userId)
+        // Sessions are collected in an array and deduplicated by identity: this runs once per change for every
+        // recipient, so no string is hashed per recipient beyond the one lookup of its user.
+        var result = Audience()
+        var seen = Set<ObjectIdentifier>()
+        if config.multiDeviceSync, let own = state.users[target] {
+            for session in own.sessions.values where seen.insert(ObjectIdentifier(session)).inserted { result.seeing.append(session) }
+        }
+        guard change.change == StatusRepository.Change.status.rawValue, config.plan == .premium else {
+            return result
+        }
+        let privacy = change.lastSeenPrivacy ?? config.lastSeenPrivacy
+        let hides = change.status.lastActiveAt != nil && privacy != .everyone
+        func addUser(_ userId: String, where include: (DeviceSession) -> Bool = { _ in true }) {
+            guard userId != target.userId, let user = state.users[AppUser(appId: change.appId, userId: userId)] else { return }
+            guard user.blocked.isEmpty || !user.blocked.contains(target.userId) else { return }
+            let sees = !hides || privacy.shows(to: .other(isFriend: user.friends.contains(target.userId)))
+            for session in user.sessions.values where include(session) && seen.insert(ObjectIdentifier(session)).inserted {
+                if sees { result.seeing.append(session) } else { result.masked.append(session) }
+            }
+        }
+        func addSession(_ session: DeviceSession) {
+            addUser(session.userId) { $0 === session }
+        }
+        let friends = state.friendsOf[target] ?? []
+        if config.statusQuery {
+            let subscribers = state.subscribers[target] ?? []
+            result.seeing.reserveCapacity(subscribers.count)
+            seen.reserveCapacity(subscribers.count)
+            for userId in subscribers { addUser(userId) }
+            for session in (state.scopeAll[change.appId] ?? [:]).values { addSession(session) }
+            for userId in friends {
+                addUser(userId) { if case .friends = $0.scope { true } else { false } }
+            }
+            if let role = change.role {
+                for session in (state.scopeRoles[change.appId]?[role] ?? [:]).values { addSession(session) }
+            }
+        }
+        if config.friendStatusNotify {
+            for userId in friends { addUser(userId) }
+        }
+        return result
     }
 
     /// The users a session hears about through its relationships or as its own, and `others` (users it may hear about

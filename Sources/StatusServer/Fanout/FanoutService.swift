@@ -136,8 +136,11 @@ final class FanoutService: Service, Sendable {
     }
 
     /// Loads a user's relationships into the index; a load that started earlier than one already applied is dropped.
-    /// The user channels of relationships that started or ended are subscribed or dropped.
-    func loadRelations(_ key: AppUser) async {
+    /// The user channels of relationships that started or ended are subscribed or dropped. `since` (from the
+    /// relationship change, ``BusMessage/relationsChanged(appId:userIds:since:)``) lists users the change may have made
+    /// the user hear about, with their versions then: once their channels are confirmed, what they changed meanwhile is
+    /// delivered (``catchUp(_:since:)``).
+    func loadRelations(_ key: AppUser, since: [String: Int64] = [:]) async {
         let sequence = index.beginRelationsLoad()
         do {
             let before = index.interest(of: key)
@@ -147,6 +150,42 @@ final class FanoutService: Service, Sendable {
             await listen(users: before.symmetricDifference(after), apps: [])
         } catch {
             logger.warning("relations load failed", metadata: ["user": "\(key.userId)", "error": "\(error)"])
+            // Whatever the change meant for this user is unknown here: reload everything.
+            if !since.isEmpty { inbox.markGap() }
+            return
+        }
+        if !since.isEmpty { await catchUp(key, since: since) }
+    }
+
+    /// Delivers what users that `key` newly hears about changed between the relationship change (their versions in
+    /// `since`) and the moment this node heard their channels: published before the confirmation, it reached nobody
+    /// here. Waits for the confirmation first (another load may have asked for the channel), then reads the targets'
+    /// statuses once. A read that fails is a gap: everything is resynchronised.
+    private func catchUp(_ key: AppUser, since: [String: Int64]) async {
+        let targets = index.related(key, among: since.keys)
+        guard !targets.isEmpty else { return }
+        await listen(users: Set(targets.map { AppUser(appId: key.appId, userId: $0) }), apps: [])
+        let statuses: [String: StoredStatus]
+        do {
+            guard let config = try await services.apps.find(key.appId)?.config else { return }
+            statuses = try await services.statuses.stored(appId: key.appId, userIds: targets)
+            var deliveries = DeliveryBatch()
+            for stored in statuses.values {
+                guard let from = since[stored.status.userId], stored.status.version > from else { continue }
+                let change = StatusChange(
+                    appId: key.appId,
+                    change: StatusRepository.Change.status.rawValue,
+                    role: stored.role,
+                    lastSeenPrivacy: stored.lastSeenPrivacy,
+                    status: stored.status
+                )
+                deliveries.add(change, to: index.catchUpAudience(of: change, config: config, watcher: key))
+                Metrics.caughtUpStatuses.increment()
+            }
+            deliveries.send()
+        } catch {
+            logger.debug("catch-up read failed", metadata: ["error": "\(error)"])
+            inbox.markGap()
         }
     }
 
@@ -193,10 +232,10 @@ final class FanoutService: Service, Sendable {
         case .statusChanged(let change):
             guard let config = try? await services.apps.find(change.appId)?.config else { return }
             deliveries.add(change, to: index.audience(of: change, config: config))
-        case .relationsChanged(let appId, let userIds):
+        case .relationsChanged(let appId, let userIds, let since):
             for user in index.localUsers(appId: appId, among: userIds) {
                 // Off the delivery path; the load's sequence number keeps an older read from winning.
-                if !work.submit({ await self.loadRelations(user) }) { inbox.markGap() }
+                if !work.submit({ await self.loadRelations(user, since: since) }) { inbox.markGap() }
             }
         case .devicesClosed(let appId, let userId, let devices, let reason):
             let connections = Set(devices.map(\.connection))

@@ -50,8 +50,11 @@ struct UserRoutes: Sendable {
     private func registerRelations(on users: RouterGroup<some RequestContext>) {
         users.put(":userId/friends") { request, context in
             let (app, userId, others) = try await relationRequest(request, context)
+            // Where each side starts hearing the other from: what moves before their nodes listen is caught up.
+            let versions = try await services.statuses.versions(appId: app.appId, userIds: [userId] + others)
             try await services.users.addFriends(appId: app.appId, userId: userId, friendIds: others)
-            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
+            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: [userId], since: versions.filter { $0.key != userId }))
+            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: others, since: versions.filter { $0.key == userId }))
             return JSONResponse(UserIdList(userIds: try await services.users.friends(appId: app.appId, userId: userId)))
         }
         users.delete(":userId/friends") { request, context in

@@ -18,6 +18,8 @@ enum Metrics {
     static let busGaps = Counter(label: "statusd_bus_gaps_total")
     /// Statuses found changed by a resynchronisation and delivered again.
     static let resyncedStatuses = Counter(label: "statusd_resynced_statuses_total")
+    /// Statuses that moved between a relationship change and this node hearing the new target, delivered on catch-up.
+    static let caughtUpStatuses = Counter(label: "statusd_caught_up_statuses_total")
     /// Calls rejected by the rate limit.
     static let rateLimited = Counter(label: "statusd_rate_limited_total")
     /// Redis errors seen by request handlers.

@@ -11,6 +11,9 @@ struct SubscribeResult: Sendable, Codable {
     var subscribed: [String]
     var evicted: [String]
     var failures: [UserFailure]
+    /// The status of each user in `subscribed`, as the caller may see it (SPEC §4), so that no query is needed to
+    /// show them.
+    var statuses: [UserStatus]
 }
 
 /// The result of unsubscribeUserStatus.

@@ -12,6 +12,8 @@ struct StatusOperations: Sendable {
     let bus: EventBus
     let webhooks: WebhookQueue
     let recorder: ChangeRecorder
+    /// Which callers this node saw at their rate limit (their calls are admitted before their reads are sent).
+    let hints = AdmissionHints()
 
     /// The backend query's fixed batch limit (SPEC §7 `POST /status/query`).
     static let backendQueryLimit = 500
@@ -59,21 +61,21 @@ struct StatusOperations: Sendable {
             guard userIds.count <= app.config.queryBatchLimit else {
                 throw StatusError(.tooManyUsers, "at most \(app.config.queryBatchLimit) user ids per call")
             }
-            let user = RedisKeys(appId: app.appId).user(userId)
-            let keys = [user.rateLimit(.getUserStatus), user.status, user.blocks, user.blockedBy, user.profile, user.friends]
-            let arguments = rateArguments(app.config) + ids
-            // The reads ride along with the script up to pipelinedQueryLimit ids; past it they follow an accepted call.
-            let pipelined = ids.count <= Self.pipelinedQueryLimit
-            let replies = try await redis.pipeline(
-                script: scripts.queryRateLimit,
-                keys: keys,
-                arguments: arguments,
+            // The reads ride along with the script up to pipelinedQueryLimit ids while the caller has calls left; past
+            // it, or for a caller this node saw at the limit, they follow an accepted call (AdmissionHints).
+            let pipelined =
+                ids.count <= Self.pipelinedQueryLimit
+                && !hints.admitFirst(appId: app.appId, userId: userId, operation: .getUserStatus, now: .now)
+            let (admission, replies) = try await admit(
+                .getUserStatus,
+                app: app,
+                userId: userId,
+                asked: ids,
                 then: pipelined ? StatusRepository.statusReads(appId: app.appId, userIds: ids) : []
             )
-            let admission = try QueryAdmission(try Self.admitted(replies[0]), asked: ids.count)
             if pipelined {
                 found = try await statuses.completed(
-                    StatusRepository.stored(userIds: ids, friends: admission.friends, from: replies.dropFirst()),
+                    StatusRepository.stored(userIds: ids, friends: admission.friends, from: replies[...]),
                     appId: app.appId
                 )
             } else {
@@ -91,12 +93,7 @@ struct StatusOperations: Sendable {
                 result.failures.append(UserFailure(userId: id, code: .userNotFound))
                 continue
             }
-            if blocked.contains(id) {
-                result.statuses.append(stored.status.maskedByBlock())
-            } else {
-                let viewer: LastSeenPrivacy.Viewer = id == userId ? .privileged : .other(isFriend: stored.viewerIsFriend ?? false)
-                result.statuses.append(stored.viewed(by: viewer, appDefault: app.config.lastSeenPrivacy))
-            }
+            result.statuses.append(Self.seen(stored, by: userId, blocked: blocked, config: app.config))
         }
         return result
     }
@@ -104,9 +101,11 @@ struct StatusOperations: Sendable {
     /// The most ids whose reads share the rate-limit check's round trip.
     static let pipelinedQueryLimit = 100
 
-    /// What `query_rate_limit.lua` answers for an accepted call, after its leading 0: the count of blocked users, those
-    /// users (either way of blocking), then one flag per asked user, 1 when they are the caller's friend.
+    /// What `query_rate_limit.lua` answers for an accepted call, after its leading 0: the calls left in the window, the
+    /// count of blocked users, those users (either way of blocking), then one flag per asked user, 1 when they are the
+    /// caller's friend.
     struct QueryAdmission: Equatable {
+        var callsLeft: Int
         var blocked: Set<String>
         var friends: [Bool]
     }
@@ -117,29 +116,97 @@ struct StatusOperations: Sendable {
         let ids = try Identifiers.userIdList(userIds)
         try app.config.requireStatusQuery()
         _ = try RequestRules.batch(userIds, limit: app.config.subscribeBatchLimit)
-        let existing = try await users.existing(appId: app.appId, userIds: [userId] + ids)
-        guard existing.contains(userId) else { throw StatusError(.userNotFound, "user \(userId) not found") }
-        var result = SubscribeResult(subscribed: [], evicted: [], failures: [])
+        let others = ids.filter { $0 != userId }
+        // First the caller's own keys: the rate limit (and that the caller exists), their block lists and friendships;
+        // a refused call stops here, before any target is touched (SPEC §10.7).
+        let (admission, _) = try await admit(.subscribe, app: app, userId: userId, asked: others)
+        // Then, in one round trip, each target's existence with its reverse-index entry, and its status: the version
+        // the subscription starts from, and the reply's `statuses`.
+        let keys = RedisKeys(appId: app.appId)
+        let marks = others.map { target in
+            ["EVALSHA", scripts.subscribeTarget.sha1, "2", keys.user(target).profile, keys.user(target).subscribers, userId]
+        }
+        let replies = try await redis.pipelineLoadingScripts(
+            marks + StatusRepository.statusReads(appId: app.appId, userIds: others),
+            scripts: [scripts.subscribeTarget]
+        )
+        let found = try await statuses.completed(
+            StatusRepository.stored(userIds: others, friends: admission.friends, from: replies.dropFirst(others.count)),
+            appId: app.appId
+        )
+        var result = SubscribeResult(subscribed: [], evicted: [], failures: [], statuses: [])
+        var since: [String: Int64] = [:]
+        var marked = 0
         for id in ids {
             if id == userId {
                 result.failures.append(UserFailure(userId: id, code: .cannotSubscribeSelf))
-            } else if !existing.contains(id) {
-                result.failures.append(UserFailure(userId: id, code: .userNotFound))
-            } else {
+                continue
+            }
+            let exists = replies[marked].int == 1
+            marked += 1
+            if exists, let stored = found[id] {
                 result.subscribed.append(id)
+                result.statuses.append(Self.seen(stored, by: userId, blocked: admission.blocked, config: app.config))
+                since[id] = stored.status.version
+            } else {
+                result.failures.append(UserFailure(userId: id, code: .userNotFound))
             }
         }
-        try await users.addSubscriber(appId: app.appId, subscriberId: userId, targetIds: result.subscribed)
-        let user = RedisKeys(appId: app.appId).user(userId)
-        let config = app.config
-        let reply = try await rateLimited(
-            scripts.subscribe,
-            keys: [user.subscriptions, user.rateLimit(.subscribe), user.status],
-            arguments: rateArguments(config) + [String(config.subscriptionLimit), retentionMs(config)] + result.subscribed
-        )
-        result.evicted = reply.compactMap(\.string)
-        await bus.publish(.relationsChanged(appId: app.appId, userIds: [userId]))
+        if !result.subscribed.isEmpty {
+            let user = keys.user(userId)
+            let config = app.config
+            let reply = try await redis.evalScript(
+                scripts.subscribe,
+                keys: [user.subscriptions, user.status],
+                arguments: [String(config.subscriptionLimit), retentionMs(config)] + result.subscribed
+            )
+            if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
+            result.evicted = reply.array?.compactMap(\.string) ?? []
+        }
+        // The nodes of the caller's devices start hearing the new targets when this reaches them; what the targets
+        // changed meanwhile is caught up from `since` (FanoutService.catchUp), so no change after this call is lost.
+        await bus.publish(.relationsChanged(appId: app.appId, userIds: [userId], since: since))
         return result
+    }
+
+    /// A status as `viewer` may see it: their own as it is; another user's in the block mask where either blocked the
+    /// other (SPEC §4), else with `lastActiveAt` as the user's last-seen privacy allows (SPEC §2).
+    static func seen(_ stored: StoredStatus, by viewer: String, blocked: Set<String>, config: AppConfig) -> UserStatus {
+        if stored.status.userId == viewer { return stored.viewed(by: .privileged, appDefault: config.lastSeenPrivacy) }
+        if blocked.contains(stored.status.userId) { return stored.status.maskedByBlock() }
+        return stored.viewed(by: .other(isFriend: stored.viewerIsFriend ?? false), appDefault: config.lastSeenPrivacy)
+    }
+
+    /// Admits a call of a rate-limited operation that reads others (`query_rate_limit.lua`): counts it or throws
+    /// `RATE_LIMITED` (or `USER_NOT_FOUND` for an unknown caller), and answers the caller's block lists and which of
+    /// `asked` are their friends. `then` rides in the same round trip (reads only: they are sent again on NOSCRIPT);
+    /// their replies come second. The outcome feeds ``AdmissionHints``.
+    private func admit(
+        _ operation: RateLimitedOperation,
+        app: AppRecord,
+        userId: String,
+        asked: [String],
+        then commands: [[String]] = []
+    ) async throws -> (QueryAdmission, ArraySlice<RedisValue>) {
+        let user = RedisKeys(appId: app.appId).user(userId)
+        let keys = [user.rateLimit(operation), user.status, user.blocks, user.blockedBy, user.profile, user.friends]
+        let replies = try await redis.pipeline(
+            script: scripts.queryRateLimit,
+            keys: keys,
+            arguments: rateArguments(app.config) + asked,
+            then: commands
+        )
+        let admission: QueryAdmission
+        do {
+            admission = try QueryAdmission(try Self.admitted(replies[0]), asked: asked.count)
+        } catch let error as StatusError where error.code == .rateLimited {
+            let retry = Duration.milliseconds(error.retryAfterMs ?? 1000)
+            hints.record(appId: app.appId, userId: userId, operation: operation, callsLeft: nil, retryAfter: retry, now: .now)
+            throw error
+        }
+        let window = Duration.seconds(app.config.rateLimit.windowSeconds)
+        hints.record(appId: app.appId, userId: userId, operation: operation, callsLeft: admission.callsLeft, retryAfter: window, now: .now)
+        return (admission, replies.dropFirst())
     }
 
     /// unsubscribeUserStatus: same gating, batch and rate limit as subscribe; an empty or missing list removes all.
@@ -261,11 +328,12 @@ enum ListCursor {
 extension StatusOperations.QueryAdmission {
     /// Reads the reply that ``StatusOperations`` `admitted` left, refusing one whose counts do not add up.
     init(_ reply: [RedisValue], asked: Int) throws {
-        guard let wide = reply.first?.int, wide >= 0, wide < reply.count, reply.count == 1 + Int(wide) + asked else {
+        guard reply.count >= 2, let left = reply[0].int, let wide = reply[1].int, wide >= 0, reply.count == 2 + Int(wide) + asked else {
             throw StatusReplyError.malformed
         }
         let count = Int(wide)
-        blocked = Set(reply[1..<(1 + count)].compactMap(\.string))
-        friends = reply[(1 + count)...].map { $0 == .integer(1) }
+        callsLeft = Int(left)
+        blocked = Set(reply[2..<(2 + count)].compactMap(\.string))
+        friends = reply[(2 + count)...].map { $0 == .integer(1) }
     }
 }

@@ -1,12 +1,13 @@
--- SPEC §4 getUserStatus of others, SPEC §5: counts the call in the caller's sliding window, or rejects it uncounted.
+-- SPEC §4 getUserStatus of others and subscribeUserStatus, SPEC §5: counts the call in the caller's sliding window,
+-- or rejects it uncounted (SPEC §10.7: before any of the call's targets is touched).
 -- SPEC §4: the caller must exist (USER_NOT_FOUND otherwise, checked before anything is counted).
 -- What the call needs of the caller's own keys comes back in the same round trip: the block lists (SPEC §4: blocked
 -- pairs see each other offline) and which of the asked users are the caller's friends (SPEC §4 lastSeenPrivacy
 -- `friends`; friendship is mutual, so the caller's set answers for all of them).
 -- KEYS: rate-limit log, status, blocks (by me), blocked by, profile, friends
 -- ARGV: calls, window ms, then the asked userIds
--- Reply (StatusOperations.QueryAdmission): {0, n, blocked userId x n, friend flag (1|0) per asked userId} when
--- accepted, {1, retry after ms} when rate limited, or error USER_NOT_FOUND.
+-- Reply (StatusOperations.QueryAdmission): {0, calls left in the window, n, blocked userId x n, friend flag (1|0) per
+-- asked userId} when accepted, {1, retry after ms} when rate limited, or error USER_NOT_FOUND.
 --
 -- One read of the caller's status hash serves both the existence check (its read copy's `pc` proves the user exists,
 -- lib.lua `write_read_copy`; `EXISTS` runs only for a hash without one) and the activity of an online caller.
@@ -19,7 +20,7 @@ if rejected then
     return rejected
 end
 local blocked = redis.call('SUNION', KEYS[3], KEYS[4])
-local reply = { 0, #blocked }
+local reply = { 0, tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1]), #blocked }
 for _, id in ipairs(blocked) do reply[#reply + 1] = id end
 if #ARGV > 2 then
     for _, flag in ipairs(redis.call('SMISMEMBER', KEYS[6], unpack(ARGV, 3))) do reply[#reply + 1] = flag end

@@ -8,6 +8,7 @@ struct ScriptLibrary: Sendable {
     let deviceHeartbeat: RedisScript
     let devicesRemove: RedisScript
     let subscribe: RedisScript
+    let subscribeTarget: RedisScript
     let unsubscribe: RedisScript
     let queryRateLimit: RedisScript
     let presenceIndex: RedisScript
@@ -22,7 +23,7 @@ struct ScriptLibrary: Sendable {
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
         [
-            setCustomStatus, deviceConnect, deviceHeartbeat, devicesRemove, subscribe, unsubscribe, queryRateLimit, presenceIndex,
+            setCustomStatus, deviceConnect, deviceHeartbeat, devicesRemove, subscribe, subscribeTarget, unsubscribe, queryRateLimit, presenceIndex,
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
             statusReadCopy,
         ]
@@ -40,6 +41,7 @@ struct ScriptLibrary: Sendable {
             deviceHeartbeat: try script("device_heartbeat"),
             devicesRemove: try script("devices_remove"),
             subscribe: try script("subscribe"),
+            subscribeTarget: try script("subscribe_target"),
             unsubscribe: try script("unsubscribe"),
             queryRateLimit: try script("query_rate_limit"),
             presenceIndex: try script("presence_index"),

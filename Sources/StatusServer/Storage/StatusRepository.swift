@@ -47,6 +47,19 @@ struct StatusRepository: Sendable {
         return try await completed(Self.stored(userIds: userIds, friends: friends, from: replies[...]), appId: appId)
     }
 
+    /// Each user's current `version` (0 for a user with none yet), one `HGET` each in one round trip: where a
+    /// relationship change starts from (``BusMessage/relationsChanged(appId:userIds:since:)``).
+    func versions(appId: String, userIds: [String]) async throws -> [String: Int64] {
+        let keys = RedisKeys(appId: appId)
+        let replies = try await redis.pipeline(userIds.map { ["HGET", keys.user($0).status, "v"] })
+        var versions: [String: Int64] = [:]
+        for (userId, reply) in zip(userIds, replies) {
+            if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
+            versions[userId] = reply.string.flatMap { Int64($0) } ?? 0
+        }
+        return versions
+    }
+
     /// The fields of a user's status hash that a status read needs: its own (`t`, `cs`, `la`, `v`, `vt`) and the read
     /// copy of the profile and the devices (`pc`, `pr`, `pp`, `dp`; `lib.lua` `write_read_copy`).
     static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp"]
