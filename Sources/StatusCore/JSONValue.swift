@@ -16,7 +16,9 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// trying `[JSONValue]` and then `[String: JSONValue]` on failure would decode nested input again at every level,
     /// which costs time exponential in the depth.
     public init(from decoder: any Decoder) throws {
-        if decoder.codingPath.count >= Self.maxDecodingDepth {
+        // A value inside the deepest allowed container sits at this coding path depth; one past it is a container
+        // too many (objects and arrays alike: each level adds one key or index).
+        if decoder.codingPath.count > Self.maxDecodingDepth {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "JSON nested too deeply"))
         }
         if let object = try? decoder.container(keyedBy: AnyKey.self) {

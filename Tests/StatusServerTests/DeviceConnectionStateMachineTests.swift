@@ -198,7 +198,7 @@ import Testing
 
     @Test func thePeersCloseIsAnsweredAndItsAnswerToOursClosesAtOnce() {
         var machine = openMachine()
-        guard case .closeAfterWriting(let frames) = machine.received(.close, nowMs: 0) else {
+        guard case .closeAfterWriting(let frames) = machine.received(.close(ByteBuffer()), nowMs: 0) else {
             Issue.record("the peer's close was not answered")
             return
         }
@@ -206,7 +206,43 @@ import Testing
         var ending = openMachine()
         _ = ending.end(.removed, farewell: [])
         #expect(ending.wantsToRead, "a closing socket reads on to see the peer's answer")
-        #expect(ending.received(.close, nowMs: 0) == .closeNow)
+        #expect(ending.received(.close(ByteBuffer()), nowMs: 0) == .closeNow)
+    }
+
+    /// RFC 6455 §7.4: a valid code is echoed; one that may not be sent, or a one-byte payload, is a protocol error
+    /// (1002); a reason that is not UTF-8 is 1007.
+    static let closeCases: [CloseCase] = [
+        CloseCase(payload: [0x03, 0xE8], answer: 1000),
+        CloseCase(payload: [0x03, 0xE9], answer: 1001),
+        CloseCase(payload: [0x0B, 0xB8, 0x68, 0x69], answer: 3000),
+        CloseCase(payload: [0x13, 0x87], answer: 4999),
+        CloseCase(payload: [0x03, 0xF3], answer: 1011),
+        CloseCase(payload: [0x03], answer: 1002),
+        CloseCase(payload: [0x03, 0xE7], answer: 1002),
+        CloseCase(payload: [0x03, 0xED], answer: 1002),
+        CloseCase(payload: [0x03, 0xEE], answer: 1002),
+        CloseCase(payload: [0x03, 0xF7], answer: 1002),
+        CloseCase(payload: [0x07, 0xCF], answer: 1002),
+        CloseCase(payload: [0x13, 0x88], answer: 1002),
+        CloseCase(payload: [0x00, 0x00], answer: 1002),
+        CloseCase(payload: [0x03, 0xE8, 0xFF, 0xFE], answer: 1007),
+        CloseCase(payload: [0x03, 0xE8, 0xCE, 0xBA, 0xE1, 0xBD, 0xB9], answer: 1000),
+    ]
+
+    struct CloseCase: Sendable, CustomTestStringConvertible {
+        var payload: [UInt8]
+        var answer: UInt16
+        var testDescription: String { "\(payload) → \(answer)" }
+    }
+
+    @Test(arguments: closeCases)
+    func closeFramesAreValidatedAndAnswered(_ close: CloseCase) {
+        var machine = openMachine()
+        guard case .closeAfterWriting(let frames) = machine.received(.close(ByteBuffer(bytes: close.payload)), nowMs: 0) else {
+            Issue.record("the peer's close was not answered")
+            return
+        }
+        #expect(frames.map(closeCode) == [close.answer])
     }
 
     @Test func aSessionEndedBeforeItsWelcomeGetsTheWelcomeThenItsFarewell() {

@@ -52,7 +52,8 @@ struct DeviceConnectionStateMachine {
         case continuation(ByteBuffer, fin: Bool)
         case ping(ByteBuffer)
         case pong
-        case close
+        /// A close frame and its payload (a code and a reason, or nothing).
+        case close(ByteBuffer)
         /// A frame that breaks RFC 6455: no mask on a client frame (§5.1), reserved bits or opcodes (§5.2).
         case malformed(String)
     }
@@ -163,7 +164,7 @@ struct DeviceConnectionStateMachine {
     mutating func received(_ frame: Frame, nowMs: Int64) -> Action {
         guard state == .open else {
             // The peer's answer to our close frame: nothing is left to wait for.
-            if state == .closing, frame == .close { return .closeNow }
+            if state == .closing, case .close = frame { return .closeNow }
             return .none
         }
         switch frame {
@@ -173,8 +174,13 @@ struct DeviceConnectionStateMachine {
             return .writeAndFlush([WebSocketWire.frame(.pong, payload: payload)])
         case .pong:
             return .none
-        case .close:
-            return end(.disconnected, farewell: [])
+        case .close(let payload):
+            // RFC 6455 §7.4: a code that may not be sent, or a reason that is not UTF-8, is answered as the protocol
+            // error it is; a valid close is answered with its own code.
+            if let problem = WebSocketWire.closeProblem(payload) {
+                return end(.disconnected, farewell: [], close: WebSocketWire.close(problem, reason: "invalid close frame"))
+            }
+            return end(.disconnected, farewell: [], close: WebSocketWire.close(code: WebSocketWire.closeCode(payload)))
         case .binary(let fin):
             guard fragments == nil else { return protocolError("a new message began inside a fragmented one") }
             if !fin { fragments = .some(nil) }

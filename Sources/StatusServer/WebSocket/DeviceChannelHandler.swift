@@ -183,7 +183,7 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
         case .continuation: return .continuation(frame.unmaskedData, fin: frame.fin)
         case .ping: return .ping(frame.unmaskedData)
         case .pong: return .pong
-        case .connectionClose: return .close
+        case .connectionClose: return .close(frame.unmaskedData)
         default: return .malformed("reserved opcode")
         }
     }

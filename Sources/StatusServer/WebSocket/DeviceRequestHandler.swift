@@ -25,8 +25,12 @@ struct DeviceRequestHandler: Sendable {
     /// Handles one text message and returns the reply frame to send.
     func handle(_ message: ByteBuffer, session: DeviceSession) async -> (reply: String, after: After) {
         let data = Data(message.readableBytesView)
-        guard case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: data) else {
-            return (DeviceFrames.failure(id: .null, StatusError(.invalidRequest, "a frame must be a JSON object with id and op")), .keepOpen)
+        // One depth rule for objects and arrays alike, checked before any decoder recurses.
+        guard JSONNesting.depth(of: message.readableBytesView, limit: JSONValue.maxDecodingDepth) != nil,
+            case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: data)
+        else {
+            let id = RequestIdPeek.id(in: message.readableBytesView) ?? .null
+            return (DeviceFrames.failure(id: id, StatusError(.invalidRequest, "a frame must be a JSON object with id and op")), .keepOpen)
         }
         let id = fields["id"] ?? .null
         guard let frame = try? JSONCoding.decoder.decode(Frame.self, from: data) else {
@@ -73,8 +77,12 @@ struct DeviceRequestHandler: Sendable {
     /// the request's `id` when it has one.
     static func refusal(of request: ByteBuffer?, _ error: StatusError) -> String {
         var id = JSONValue.null
-        if let request, case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: Data(request.readableBytesView)) {
-            id = fields["id"] ?? .null
+        if let request {
+            if case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: Data(request.readableBytesView)) {
+                id = fields["id"] ?? .null
+            } else {
+                id = RequestIdPeek.id(in: request.readableBytesView) ?? .null
+            }
         }
         if error.code == .rateLimited { Metrics.rateLimited.increment() }
         return DeviceFrames.failure(id: id, error)

@@ -27,6 +27,26 @@ enum WebSocketWire {
         case serverError = 1011
     }
 
+    /// What is wrong with a peer's close frame payload (RFC 6455 §5.5.1, §7.4): nil when it is empty or carries a
+    /// code a peer may send and a UTF-8 reason; `protocolError` for one byte or a code that must not appear on the wire
+    /// (below 1000, 1004–1006, 1015, unassigned ones up to 2999, 5000 and above); `invalidPayload` for a reason that is
+    /// not UTF-8.
+    static func closeProblem(_ payload: ByteBuffer) -> CloseCode? {
+        guard payload.readableBytes > 0 else { return nil }
+        guard let code = payload.getInteger(at: payload.readerIndex, as: UInt16.self) else { return .protocolError }
+        switch code {
+        case 1000...1003, 1007...1014, 3000...4999: break
+        default: return .protocolError
+        }
+        let reason = payload.getBytes(at: payload.readerIndex + 2, length: payload.readableBytes - 2) ?? []
+        return String(validating: reason, as: UTF8.self) == nil ? .invalidPayload : nil
+    }
+
+    /// The code of a peer's valid close frame, to answer with the same (RFC 6455 §5.5.1); 1000 when it carried none.
+    static func closeCode(_ payload: ByteBuffer) -> UInt16 {
+        payload.getInteger(at: payload.readerIndex, as: UInt16.self) ?? CloseCode.normal.rawValue
+    }
+
     /// Bytes of the longest header of an unmasked frame.
     static let maxHeaderBytes = 10
 
@@ -72,10 +92,15 @@ enum WebSocketWire {
 
     /// A close frame with a code and a short reason (cut to the 123 bytes a control frame allows).
     static func close(_ code: CloseCode, reason: String = "", allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
+        close(code: code.rawValue, reason: reason, allocator: allocator)
+    }
+
+    /// A close frame with any valid code, to echo a peer's (RFC 6455 §5.5.1).
+    static func close(code: UInt16, reason: String = "", allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
         let reasonBytes = reason.utf8.prefix(123)
         var buffer = allocator.buffer(capacity: 4 + reasonBytes.count)
         writeHeader(.close, length: 2 + reasonBytes.count, into: &buffer)
-        buffer.writeInteger(code.rawValue)
+        buffer.writeInteger(code)
         buffer.writeBytes(reasonBytes)
         return buffer
     }
