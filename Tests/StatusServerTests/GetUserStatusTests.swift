@@ -250,6 +250,12 @@ import Testing
             #expect(afterSubscribe > last)
             last = afterSubscribe
             try await Task.sleep(for: .milliseconds(20))
+            // A query of oneself is free and uncounted, but still activity.
+            let own = try await app.query("alice", ["alice"])
+            let afterOwnQuery = try #require(own.body["statuses"][0]["lastActiveAt"].int)
+            #expect(afterOwnQuery > last)
+            last = afterOwnQuery
+            try await Task.sleep(for: .milliseconds(20))
             #expect(try await app.setStatus("alice", "busy").status == 200)
             let afterSet = try #require(try await app.backendStatus("alice")["lastActiveAt"].int)
             #expect(afterSet > last)

@@ -83,8 +83,16 @@ struct StatusOperations: Sendable {
             }
             blocked = admission.blocked
         } else {
-            // Only the caller: not counted, and reading their status tells whether they exist.
-            found = try await statuses.stored(appId: app.appId, userIds: ids)
+            // Only the caller: not counted, but activity while online (SPEC §2), recorded in the read's round trip;
+            // reading their status tells whether they exist.
+            let replies = try await redis.pipeline(
+                script: scripts.userActivity,
+                keys: [RedisKeys(appId: app.appId).user(userId).status],
+                arguments: [],
+                then: StatusRepository.statusReads(appId: app.appId, userIds: ids)
+            )
+            if case .error(let message) = replies[0] { throw RedisClientError(kind: .server, message: message) }
+            found = try await statuses.completed(StatusRepository.stored(userIds: ids, from: replies.dropFirst()), appId: app.appId)
             guard found[userId] != nil else { throw StatusError(.userNotFound, "user \(userId) not found") }
         }
         var result = StatusQueryResult(statuses: [], failures: [])

@@ -19,13 +19,14 @@ struct ScriptLibrary: Sendable {
     let appDeleteClaim: RedisScript
     let appDeleteFinish: RedisScript
     let statusReadCopy: RedisScript
+    let userActivity: RedisScript
 
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
         [
             setCustomStatus, deviceConnect, deviceHeartbeat, devicesRemove, subscribe, subscribeTarget, unsubscribe, queryRateLimit, presenceIndex,
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
-            statusReadCopy,
+            statusReadCopy, userActivity,
         ]
     }
 
@@ -51,7 +52,8 @@ struct ScriptLibrary: Sendable {
             appDeleteMark: try script("app_delete_mark"),
             appDeleteClaim: try script("app_delete_claim"),
             appDeleteFinish: try script("app_delete_finish"),
-            statusReadCopy: try script("status_read_copy")
+            statusReadCopy: try script("status_read_copy"),
+            userActivity: try script("user_activity")
         )
     }
 
