@@ -261,6 +261,7 @@ final class FanoutService: Service, Sendable {
                 group.addTask { await self.loadRelations(user) }
             }
         }
+        guard await auditDevices(users) else { return false }
         for (appId, targets) in index.watchedTargets() {
             guard let config = try? await services.apps.find(appId)?.config else { continue }
             var start = 0
@@ -287,6 +288,49 @@ final class FanoutService: Service, Sendable {
                     Metrics.resyncedStatuses.increment()
                 }
                 deliveries.send()
+            }
+        }
+        return true
+    }
+
+    /// Reads the device record of every session here (one `HMGET` of the user's devices and one `EXISTS` of the
+    /// profile per local user, pipelined by ``resyncChunk``) and closes the sessions whose device was removed while the
+    /// bus feed was down (``DeviceRecordAudit``). Returns false if Redis could not be read.
+    private func auditDevices(_ users: [AppUser]) async -> Bool {
+        var start = 0
+        while start < users.count {
+            let chunk = Array(users[start..<min(start + Self.resyncChunk, users.count)])
+            start += Self.resyncChunk
+            let sessions = chunk.map { user in index.sessions(of: user).filter(\.isConnectedInRedis) }
+            var commands: [[String]] = []
+            for (user, held) in zip(chunk, sessions) where !held.isEmpty {
+                let keys = RedisKeys(appId: user.appId).user(user.userId)
+                commands.append(["HMGET", keys.devices] + held.map(\.deviceId))
+                commands.append(["EXISTS", keys.profile])
+            }
+            let replies: [RedisValue]
+            do {
+                replies = try await services.redis.pipeline(commands)
+            } catch {
+                logger.debug("device audit read failed", metadata: ["error": "\(error)"])
+                return false
+            }
+            var reply = 0
+            for held in sessions where !held.isEmpty {
+                let records = replies[reply].array ?? []
+                let userExists = replies[reply + 1].int == 1
+                reply += 2
+                for (session, record) in zip(held, records) {
+                    guard
+                        let reason = DeviceRecordAudit.kickReason(
+                            connection: session.connectionId,
+                            record: DeviceRecord.decode(record),
+                            userExists: userExists
+                        )
+                    else { continue }
+                    Metrics.auditedDevices.increment()
+                    session.kick(reason: reason)
+                }
             }
         }
         return true

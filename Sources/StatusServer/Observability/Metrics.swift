@@ -20,6 +20,9 @@ enum Metrics {
     static let resyncedStatuses = Counter(label: "statusd_resynced_statuses_total")
     /// Statuses that moved between a relationship change and this node hearing the new target, delivered on catch-up.
     static let caughtUpStatuses = Counter(label: "statusd_caught_up_statuses_total")
+    /// Sessions closed after a bus gap because their device was removed meanwhile (a missed kick, logout, replacement
+    /// or deletion).
+    static let auditedDevices = Counter(label: "statusd_gap_closed_sessions_total")
     /// Calls rejected by the rate limit.
     static let rateLimited = Counter(label: "statusd_rate_limited_total")
     /// Redis errors seen by request handlers.

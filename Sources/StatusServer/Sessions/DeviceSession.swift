@@ -24,6 +24,14 @@ final class DeviceSession: Sendable {
     let activity: AppActivity.Counters?
     private let handler: NIOLoopBoundBox<DeviceChannelHandler?>
     private let lastActivity: Atomic<Int64>
+    private let connectedInRedis = Atomic<Bool>(false)
+
+    /// Whether the device's record was written in Redis (set once its connect returned): only then can a missing
+    /// record mean that the device was removed (``DeviceRecordAudit``).
+    var isConnectedInRedis: Bool { connectedInRedis.load(ordering: .acquiring) }
+
+    /// Marks the device's record as written.
+    func markConnectedInRedis() { connectedInRedis.store(true, ordering: .releasing) }
 
     init(
         appId: String,

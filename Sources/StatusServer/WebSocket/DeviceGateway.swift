@@ -128,6 +128,7 @@ struct DeviceGateway: Sendable {
         }
         // From here the device is online in Redis: whenever the channel closes (now, if it already has), the
         // handler files its departure.
+        session.markConnectedInRedis()
         channel.closeFuture.whenComplete { _ in session.channelHandler?.channelClosed() }
         let welcome = DeviceFrames.Welcome(
             userId: session.userId,

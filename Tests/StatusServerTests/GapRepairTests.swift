@@ -1,0 +1,61 @@
+import Foundation
+import Logging
+import RedisClient
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §10.7 / §9: a device kicked, replaced or deleted while its node's bus feed was down is closed within 2 s of the
+/// feed being back, as if the node had heard it (``DeviceRecordAudit``). The fault is real: the node's pub/sub
+/// connections are killed with `CLIENT KILL TYPE pubsub`, and the removal is made at once, while they reconnect.
+@Suite struct GapRepairTests {
+    @Test func aKickMadeDuringABusGapClosesTheSocket() async throws {
+        try await removedDuringAGap(expecting: "kicked") { app in
+            _ = expectOK(try await app.call(.post, "/users/alice/kick", ["deviceId": "a1"]))
+        }
+    }
+
+    @Test func aUserDeletedDuringABusGapLosesTheSocket() async throws {
+        try await removedDuringAGap(expecting: "deleted") { app in
+            _ = expectOK(try await app.call(.delete, "/users/alice"), 204)
+        }
+    }
+
+    @Test func aDeviceReplacedByABackendLoginDuringABusGapIsClosed() async throws {
+        try await removedDuringAGap(expecting: "replaced") { app in
+            _ = expectOK(try await app.login("alice", "a1"))
+        }
+    }
+
+    /// A device of alice connected to a live node; the node's pub/sub connections are killed, `remove` runs at once,
+    /// and the socket must receive `kicked` with `reason` and close within 2 s of the feed being back (the
+    /// resubscription takes a backoff of 50 ms and more: 3 s in all).
+    private func removedDuringAGap(expecting reason: String, remove: @escaping @Sendable (APIClient) async throws -> Void) async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fault"))
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { try await redis.run() }
+                try await app.withDevice(port: api.client.port!, userId: "alice", DeviceOptions(deviceId: "a1")) { device, _ in
+                    _ = try await redis.send("CLIENT", "KILL", "TYPE", "pubsub")
+                    try await remove(app)
+                    let kicked = try await device.next(timeout: .seconds(3)) { $0["event"].string == "kicked" }
+                    #expect(kicked["reason"].string == reason)
+                    try await device.waitClosed(timeout: .seconds(2))
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
+    @Test func theAuditKeepsWhatIsConnectedAndClosesWhatWasRemoved() {
+        let record = DeviceRecord(platform: "web", node: "n1", connection: "c1", kind: .webSocket)
+        #expect(DeviceRecordAudit.kickReason(connection: "c1", record: record, userExists: true) == nil)
+        #expect(DeviceRecordAudit.kickReason(connection: "c0", record: record, userExists: true) == "replaced")
+        #expect(DeviceRecordAudit.kickReason(connection: "c1", record: nil, userExists: true) == "kicked")
+        #expect(DeviceRecordAudit.kickReason(connection: "c1", record: nil, userExists: false) == "deleted")
+        #expect(DeviceRecordAudit.kickReason(connection: "c1", record: record, userExists: false) == "deleted")
+    }
+}
