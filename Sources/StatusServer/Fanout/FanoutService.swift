@@ -88,12 +88,16 @@ final class FanoutService: Service, Sendable {
     func register(_ session: DeviceSession) async {
         let key = AppUser(appId: session.appId, userId: session.userId)
         let first = index.add(session)
-        if session.scope.isAppWide {
+        // An app-wide scope hears others only under premium + statusQuery (SPEC §6 rule 4): otherwise it subscribes
+        // to nothing and marks nothing (a config change brings it in line, ``process(_:into:)``).
+        var appWide = false
+        if session.scope.isAppWide { appWide = (try? await services.apps.find(session.appId))?.config.allowsStatusQuery == true }
+        if appWide {
             await markAppWideListeners([session.appId])
             // This node's own writers see the mark at once; other nodes' within their app cache's 500 ms.
             services.apps.invalidate(session.appId)
         }
-        await listen(users: [key], apps: session.scope.isAppWide ? [session.appId] : [])
+        await listen(users: [key], apps: appWide ? [session.appId] : [])
         if first { await loadRelations(key) }
     }
 
@@ -102,7 +106,7 @@ final class FanoutService: Service, Sendable {
     func markAppWideListeners(_ appIds: [String]) async {
         var commands: [[String]] = []
         for appId in appIds {
-            guard let config = try? await services.apps.find(appId)?.config else { continue }
+            guard let config = try? await services.apps.find(appId)?.config, config.allowsStatusQuery else { continue }
             commands.append(RecentChanges.markListening(appId: appId, keepMs: services.recorder.keepMs(config)))
         }
         do {
@@ -196,7 +200,8 @@ final class FanoutService: Service, Sendable {
             let index = self.index
             try await shards.update(Array(targets.keys)) { channel in targets[channel].map(index.isWatched) ?? false }
             for appId in apps {
-                try await shards.update(BusChannels.allAppSlots(appId)) { _ in index.hasAppWideSessions(appId) }
+                let allowed = (try await services.apps.find(appId))?.config.allowsStatusQuery == true
+                try await shards.update(BusChannels.allAppSlots(appId)) { _ in allowed && index.hasAppWideSessions(appId) }
             }
         } catch {
             logger.warning("bus subscription failed", metadata: ["error": "\(error)"])
@@ -248,6 +253,14 @@ final class FanoutService: Service, Sendable {
             services.apps.invalidate(appId)
         case .configChanged(let appId):
             services.apps.invalidate(appId)
+            if index.hasAppWideSessions(appId) {
+                // The plan or the switch may have moved: app-wide sessions start or stop hearing the app's slots.
+                let changed = work.submit {
+                    await self.markAppWideListeners([appId])
+                    await self.listen(users: [], apps: [appId])
+                }
+                if !changed { inbox.markGap() }
+            }
         }
     }
 
