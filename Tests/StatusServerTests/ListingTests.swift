@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import RedisClient
 import StatusCore
 import Testing
 
@@ -65,6 +67,43 @@ import Testing
                 #expect(Set(offlineIds) == Set(users).subtracting(online), "limit \(limit)")
                 #expect(offlinePages.users.allSatisfy { $0["statusType"].string != "online" })
                 #expect(offlineIds.contains("user01"))
+            }
+        }
+    }
+
+    /// SPEC §10.7: one page does bounded work whatever the app's size. With 400 users online and one offline (the last
+    /// in id order), an `offline` listing of `limit=1` reads at most ``StatusOperations/listingBudget(limit:)`` statuses
+    /// per page (counted by Redis itself: `HMGET` calls in `INFO commandstats`), answering empty pages with a cursor until
+    /// it reaches the offline user.
+    @Test func aPageReadsABoundedNumberOfUsers() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp()
+            let online = (0..<400).map { String(format: "on%03d", $0) }
+            try await app.createUsers(online + ["zz-offline"])
+            for user in online { _ = expectOK(try await app.login(user, "d1")) }
+            let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "probe"))
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { try await redis.run() }
+                @Sendable func hmgets() async throws -> Int {
+                    let info = try await redis.send("INFO", "commandstats").string ?? ""
+                    let line = info.split(separator: "\r\n").first { $0.hasPrefix("cmdstat_hmget:") } ?? ""
+                    return Int(line.split(separator: "=")[1].split(separator: ",")[0]) ?? 0
+                }
+                var cursor: String?
+                var found: [String] = []
+                var pages = 0
+                repeat {
+                    let before = try await hmgets()
+                    let response = try await app.call(.get, "/users?status=offline&limit=1" + (cursor.map { "&cursor=\($0)" } ?? ""))
+                    let reads = try await hmgets() - before
+                    #expect(reads <= StatusOperations.listingBudget(limit: 1) + 2, "page \(pages) read \(reads) statuses")
+                    found += response.body["users"].array.compactMap { $0["userId"].string }
+                    cursor = response.body["cursor"].string
+                    pages += 1
+                } while cursor != nil && pages < 20
+                #expect(found == ["zz-offline"])
+                #expect(pages >= 4)
+                group.cancelAll()
             }
         }
     }

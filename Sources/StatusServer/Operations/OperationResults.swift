@@ -4,6 +4,12 @@ import StatusCore
 struct StatusQueryResult: Sendable, Codable {
     var statuses: [UserStatus]
     var failures: [UserFailure]
+
+    /// One user's status, while a result is put together.
+    struct Entry: Sendable {
+        var userId: String
+        var status: UserStatus
+    }
 }
 
 /// The result of subscribeUserStatus.

@@ -259,33 +259,47 @@ struct StatusOperations: Sendable {
     }
 
     /// Users by presence (`online`, `offline` = not online, or nil for everyone), in id order, one page at a time.
+    ///
+    /// Bounded work (SPEC §10.7): a page examines at most ``listingBudget(limit:)`` users, whatever the app's size. When
+    /// the filter skips many (an `offline` listing of an app where nearly everyone is online), the page can hold fewer
+    /// than `limit` users, even none, with a cursor to go on from: the listing is over only when the cursor is null.
     func listUsers(appId: String, presence: StatusType?, limit: Int, cursor: String?) async throws -> UserPage {
         var after = try cursor.map(ListCursor.decode)
         let keys = RedisKeys(appId: appId)
         let source = presence == .online ? keys.online : keys.users
-        var page: [ListedUser] = []
+        var page: [StatusQueryResult.Entry] = []
         var exhausted = false
-        let batch = min(200, limit * 2)
-        while page.count < limit && !exhausted {
+        var examined = 0
+        let budget = Self.listingBudget(limit: limit)
+        while page.count < limit && !exhausted && examined < budget {
+            let batch = min(200, limit * 2, budget - examined)
             let start = after.map { "(" + $0 } ?? "-"
             let reply = try await redis.send("ZRANGEBYLEX", source, start, "+", "LIMIT", "0", String(batch))
             let candidates = reply.array?.compactMap(\.string) ?? []
             exhausted = candidates.count < batch
-            let found = try await statuses.statuses(appId: appId, userIds: candidates)
-            let profiles = try await users.profiles(appId: appId, userIds: candidates)
+            let found = try await statuses.stored(appId: appId, userIds: candidates)
             for id in candidates {
                 after = id
-                guard let status = found[id] else { continue }
-                let matches = presence == nil || (presence == .online) == (status.statusType == .online)
-                if matches { page.append(ListedUser(status: status, profile: profiles[id])) }
+                examined += 1
+                guard let stored = found[id] else { continue }
+                let matches = presence == nil || (presence == .online) == (stored.status.statusType == .online)
+                if matches { page.append(StatusQueryResult.Entry(userId: id, status: stored.status)) }
                 if page.count == limit {
                     exhausted = exhausted && id == candidates.last
                     break
                 }
             }
         }
-        return UserPage(users: page, cursor: exhausted ? nil : after.map(ListCursor.encode))
+        // Profiles only of the users listed.
+        let profiles = try await users.profiles(appId: appId, userIds: page.map(\.userId))
+        return UserPage(
+            users: page.map { ListedUser(status: $0.status, profile: profiles[$0.userId]) },
+            cursor: exhausted ? nil : after.map(ListCursor.encode)
+        )
     }
+
+    /// The most users one listing page examines: four times its `limit`, and at least 100.
+    static func listingBudget(limit: Int) -> Int { max(100, limit * 4) }
 
     private func rateArguments(_ config: AppConfig) -> [String] {
         [String(config.rateLimit.calls), String(Int64(config.rateLimit.windowSeconds) * 1000)]
