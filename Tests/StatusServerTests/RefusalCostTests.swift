@@ -1,0 +1,65 @@
+import Foundation
+import Logging
+import RedisClient
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §10.7: a call refused by a gate, a rate limit or a batch limit costs Redis no more than the check that refused
+/// it, no reads or writes of its targets. Counted by Redis itself (`INFO commandstats`, which counts the commands
+/// scripts run too) around refused calls of 100 ids: the check reads the caller's own keys (and the app record when
+/// its cache lapsed), one or two commands of a kind, where touching the targets would be a hundred.
+@Suite struct RefusalCostTests {
+    @Test func refusedCallsOf100IdsTouchNoTarget() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": 1, "windowSeconds": 60]])
+            let targets = (0..<100).map { "t\($0)" }
+            try await app.createUsers(["alice"] + targets)
+            let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "probe"))
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { try await redis.run() }
+                @Sendable func counts() async throws -> [String: Int] {
+                    let info = try await redis.send("INFO", "commandstats").string ?? ""
+                    var result: [String: Int] = [:]
+                    for line in info.split(separator: "\r\n") where line.hasPrefix("cmdstat_") {
+                        let name = line.dropFirst("cmdstat_".count).prefix { $0 != ":" }
+                        // "cmdstat_<name>:calls=<n>,usec=...": the first field.
+                        let calls = line.split(separator: ":").last?.split(separator: ",").first?.dropFirst("calls=".count) ?? "0"
+                        result[String(name)] = Int(calls) ?? 0
+                    }
+                    return result
+                }
+                @Sendable func targetWork(during call: () async throws -> APIResponse) async throws -> (APIResponse, [String: Int]) {
+                    let before = try await counts()
+                    let response = try await call()
+                    let after = try await counts()
+                    var delta: [String: Int] = [:]
+                    for command in ["exists", "zadd", "hmget", "hget", "sadd", "zrem"] where after[command, default: 0] > before[command, default: 0] + 2 {
+                        delta[command] = after[command, default: 0] - before[command, default: 0]
+                    }
+                    return (response, delta)
+                }
+                #expect(try await counts()["hmget", default: 0] > 0, "commandstats could not be read")
+                // Each operation once, accepted: the caller's window is then full.
+                _ = expectOK(try await app.subscribe("alice", targets))
+                _ = expectOK(try await app.query("alice", targets))
+                let (subscribe, subscribeWork) = try await targetWork { try await app.subscribe("alice", targets) }
+                expectError(subscribe, 429, "RATE_LIMITED")
+                #expect(subscribeWork.isEmpty, "a refused subscribe ran \(subscribeWork)")
+                let (query, queryWork) = try await targetWork { try await app.query("alice", targets) }
+                expectError(query, 429, "RATE_LIMITED")
+                #expect(queryWork.isEmpty, "a refused getUserStatus ran \(queryWork)")
+                // Refused by the batch limit and by the gates: nothing at all.
+                let (tooMany, batchWork) = try await targetWork { try await app.subscribe("alice", targets + ["t100"]) }
+                expectError(tooMany, 400, "TOO_MANY_USERS")
+                #expect(batchWork.isEmpty)
+                _ = try await app.patchConfig(["statusQuery": false])
+                let (gated, gateWork) = try await targetWork { try await app.query("alice", targets) }
+                expectError(gated, 403, "FEATURE_DISABLED")
+                #expect(gateWork.isEmpty)
+                group.cancelAll()
+            }
+        }
+    }
+}
