@@ -14,22 +14,48 @@ import Testing
         #expect(ResumePoint(stored: "garbage") == nil)
         #expect(ResumePoint(stored: "a b c") == nil)
         #expect(ResumePoint(stored: "a notanumber") == nil)
+        let sent = ResumePoint(connection: "c1", lostAt: 5, delivered: ["alice": 3, "b.o-b@x": 12])
+        #expect(ResumePoint(stored: sent.stored) == sent)
+        #expect(ResumePoint(stored: "c1 5 alice:x") == nil)
+    }
+
+    /// SPEC §7: a status is news to a resuming device when it moved since the loss and is not the version its socket
+    /// was sent before it closed.
+    @Test func aVersionTheSocketWasSentIsNoNews() {
+        let point = ResumePoint(connection: "c1", lostAt: 100, delivered: ["alice": 3])
+        #expect(!point.isNews(userId: "alice", version: 3, versionTime: 150))
+        #expect(point.isNews(userId: "alice", version: 4, versionTime: 160))
+        #expect(point.isNews(userId: "bob", version: 3, versionTime: 150))
+        #expect(!point.isNews(userId: "bob", version: 3, versionTime: 99))
+    }
+
+    @Test func theLastDeliveriesAreKeptBoundedAndByUser() {
+        var log = RecentDeliveries()
+        for index in 0..<40 { log.record(userId: "u\(index % 20)", version: Int64(index), atMs: Int64(index)) }
+        #expect(log.entries.count == RecentDeliveries.capacity)
+        #expect(log.versions(since: 38) == ["u18": 38, "u19": 39])
+        log.record(userId: "u19", version: 41, atMs: 41)
+        #expect(log.versions(since: 40) == ["u19": 41])
+        #expect(log.entries.count == RecentDeliveries.capacity)
     }
 
     @Test func aTokenResumesFromTheRecordedLossOfItsOwnConnectionOnly() {
         let stored = ResumePoint(connection: "c1", lostAt: 90_000)
-        #expect(ResumePoint.since(token: "c1", stored: stored, replaced: nil) == 90_000)
+        #expect(ResumePoint.since(token: "c1", stored: stored, replaced: nil)?.lostAt == 90_000)
         #expect(ResumePoint.since(token: "c2", stored: stored, replaced: nil) == nil)
         #expect(ResumePoint.since(token: "c1", stored: nil, replaced: nil) == nil, "expired or never recorded")
     }
 
     @Test func aConnectionNeverFiledResumesFromWhenItWasMade() {
-        #expect(ResumePoint.since(token: "c1", stored: nil, replaced: device(connection: "c1")) == 50_000 - ResumePoint.clockMargin)
+        #expect(ResumePoint.since(token: "c1", stored: nil, replaced: device(connection: "c1"))?.lostAt == 50_000 - ResumePoint.clockMargin)
         #expect(ResumePoint.since(token: "c1", stored: nil, replaced: device(connection: "c0")) == nil)
         #expect(ResumePoint.since(token: "c1", stored: nil, replaced: device(connection: "c1", kind: .backend)) == nil)
         #expect(ResumePoint.since(token: "c1", stored: nil, replaced: device(connection: "c1", connectedAt: nil)) == nil)
         // A recorded loss wins over the record it replaced.
-        #expect(ResumePoint.since(token: "c1", stored: ResumePoint(connection: "c1", lostAt: 70_000), replaced: device(connection: "c1")) == 70_000)
+        #expect(
+            ResumePoint.since(token: "c1", stored: ResumePoint(connection: "c1", lostAt: 70_000), replaced: device(connection: "c1"))?.lostAt
+                == 70_000
+        )
     }
 
     @Test func movedMeansAVersionTimeAtOrAfterTheLoss() {

@@ -65,6 +65,30 @@ import Testing
         }
     }
 
+    /// SPEC §7: only users whose version moved while the device was away. bob changes while alice's socket is up (she
+    /// receives it) and her socket closes right after, with no sign of life in between: the resume must not list bob
+    /// again, but must list carol, who changed after the close.
+    @Test func aVersionReceivedBeforeTheSocketClosedIsNotResent() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await setUp(app)
+            let port = api.client.port!
+            let token = try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "alice-phone")) { device, welcome in
+                expectOK(try await app.setStatus("bob", "seen live"))
+                _ = try await device.next { $0["event"] == "onUserStatusChanged" && $0["statuses"][0]["customStatus"] == "seen live" }
+                return try #require(welcome["resume"].string)
+            }
+            try await waitUntilOffline(app, "alice")
+            expectOK(try await app.setStatus("carol", "missed"))
+            try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "alice-phone", resume: token)) { device, _ in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                let frames = try device.rawFrames.map { try JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+                let resumed = try #require(frames.dropFirst().first)
+                #expect(resumed["statuses"].array.compactMap { $0["userId"].string } == ["alice", "carol"])
+            }
+        }
+    }
+
     @Test func withoutATokenOrWithAnUnknownOneItIsAPlainConnect() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)

@@ -11,18 +11,23 @@ struct StatusEvent: Sendable {
     let frame: ByteBuffer
     /// The status object's JSON.
     let status: ByteBuffer
+    /// Whose status it is, and its version (``RecentDeliveries``).
+    let userId: String
+    let version: Int64
 
     private static let prefix = #"{"event":"onUserStatusChanged","statuses":["#
     private static let suffix = "]}"
 
     /// Encodes `status` once.
     init(_ status: UserStatus) {
-        self.init(statusJSON: ByteBuffer(bytes: status.jsonBytes))
+        self.init(statusJSON: ByteBuffer(bytes: status.jsonBytes), userId: status.userId, version: status.version)
     }
 
     /// Wraps an already encoded status object.
-    init(statusJSON: ByteBuffer) {
+    init(statusJSON: ByteBuffer, userId: String, version: Int64) {
         self.status = statusJSON
+        self.userId = userId
+        self.version = version
         let length = Self.prefix.utf8.count + statusJSON.readableBytes + Self.suffix.utf8.count
         var frame = ByteBufferAllocator().buffer(capacity: length + WebSocketWire.maxHeaderBytes)
         WebSocketWire.writeHeader(.text, length: length, into: &frame)

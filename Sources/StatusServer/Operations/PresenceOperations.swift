@@ -136,8 +136,9 @@ struct PresenceOperations: Sendable {
     }
 
     /// Removes devices (every device when `deviceIds` is empty) and tells the nodes holding them to close them.
-    /// A WebSocket device that lost its socket passes when (`lostAt`): it may resume from then (SPEC §7), for
-    /// `heartbeatTimeoutSeconds`, with a reconnect presenting the connection's `resume` token. Returns the ids
+    /// A WebSocket device that lost its socket passes when (`lostAt`), and the versions it was sent since
+    /// (`delivered`): it may resume from then (SPEC §7), for `heartbeatTimeoutSeconds`, with a reconnect presenting the
+    /// connection's `resume` token. Returns the ids
     /// removed and the user's status after.
     @discardableResult
     func remove(
@@ -147,7 +148,8 @@ struct PresenceOperations: Sendable {
         because departure: Departure,
         connection: String? = nil,
         staleBefore: Int64? = nil,
-        lostAt: Int64? = nil
+        lostAt: Int64? = nil,
+        delivered: [String: Int64] = [:]
     ) async throws -> (removed: [String], status: UserStatus) {
         let result = try await statuses.remove(
             appId: app.appId,
@@ -157,7 +159,7 @@ struct PresenceOperations: Sendable {
             retentionSeconds: app.config.subscriptionRetentionSeconds,
             connectionId: connection,
             staleBefore: staleBefore,
-            resumePoint: connection.flatMap { connection in lostAt.map { ResumePoint(connection: connection, lostAt: $0) } },
+            resumePoint: connection.flatMap { connection in lostAt.map { ResumePoint(connection: connection, lostAt: $0, delivered: delivered) } },
             resumeTTLms: Int64(app.config.heartbeatTimeoutSeconds) * 1000
         )
         let keys = RedisKeys(appId: app.appId)

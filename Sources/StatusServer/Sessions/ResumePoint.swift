@@ -11,6 +11,9 @@ struct ResumePoint: Sendable, Equatable {
     var connection: String
     /// Epoch ms from which changes are resent: the session's last sign of life, less ``clockMargin``.
     var lostAt: Int64
+    /// Versions the socket was sent from ``lostAt`` on, before it closed under the node (``RecentDeliveries``): a
+    /// status still at that version did not move while the device was away, and is not sent again.
+    var delivered: [String: Int64] = [:]
 
     /// Subtracted from every moment a node measures, so that a node clock slightly ahead of Redis's (which stamps
     /// version changes) never makes a change look older than the loss. Resending a status the device had is harmless
@@ -20,20 +23,28 @@ struct ResumePoint: Sendable, Equatable {
     /// The longest token accepted; anything longer, or with other characters than a connection id has, is ignored.
     static let maxTokenLength = 64
 
-    /// The stored form, `"<connection> <lostAt>"`.
-    var stored: String { "\(connection) \(lostAt)" }
+    /// The stored form, `"<connection> <lostAt>"` and one `<userId>:<version>` per delivered version (userIds hold
+    /// neither spaces nor colons, SPEC §1).
+    var stored: String {
+        ([connection, String(lostAt)] + delivered.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }).joined(separator: " ")
+    }
 
-    init(connection: String, lostAt: Int64) {
+    init(connection: String, lostAt: Int64, delivered: [String: Int64] = [:]) {
         self.connection = connection
         self.lostAt = lostAt
+        self.delivered = delivered
     }
 
     /// Parses the stored form; nil when it is not one.
     init?(stored: String) {
         let parts = stored.split(separator: " ")
-        guard parts.count == 2, let lostAt = Int64(parts[1]) else { return nil }
+        guard parts.count >= 2, let lostAt = Int64(parts[1]) else { return nil }
         self.connection = String(parts[0])
         self.lostAt = lostAt
+        for part in parts.dropFirst(2) {
+            guard let colon = part.lastIndex(of: ":"), let version = Int64(part[part.index(after: colon)...]) else { return nil }
+            delivered[String(part[..<colon])] = version
+        }
     }
 
     /// Whether `token` could be a connection id at all (letters, digits, `-`; 1–64 chars): others are ignored unread.
@@ -42,18 +53,24 @@ struct ResumePoint: Sendable, Equatable {
             && token.utf8.allSatisfy { $0 == UInt8(ascii: "-") || ($0 >= 48 && $0 <= 57) || (($0 | 0x20) >= 97 && ($0 | 0x20) <= 122) }
     }
 
-    /// The moment a device presenting `token` resumes from, or nil (a plain connect).
+    /// The point a device presenting `token` resumes from, or nil (a plain connect).
     ///
     /// - `stored`: the resume point recorded when the session's departure was filed, if it has not expired;
     /// - `replaced`: the record this connect replaced under the same deviceId. When it is still the token's connection,
     ///   its departure was never filed (its node died or has not noticed yet): the device is brought up to date from
     ///   when that connection was made.
-    static func since(token: String, stored: ResumePoint?, replaced: DeviceRecord?) -> Int64? {
-        if let stored, stored.connection == token { return stored.lostAt }
+    static func since(token: String, stored: ResumePoint?, replaced: DeviceRecord?) -> ResumePoint? {
+        if let stored, stored.connection == token { return stored }
         if let replaced, replaced.kind == .webSocket, replaced.connection == token, let connectedAt = replaced.connectedAt {
-            return connectedAt - clockMargin
+            return ResumePoint(connection: token, lostAt: connectedAt - clockMargin)
         }
         return nil
+    }
+
+    /// Whether a status at `version`, whose version last moved at `versionTime`, is news to the resuming device: it
+    /// moved since ``lostAt`` and is not the version the socket was sent before it closed.
+    func isNews(userId: String, version: Int64, versionTime: Int64?) -> Bool {
+        Self.moved(versionTime: versionTime, since: lostAt) && delivered[userId] != version
     }
 
     /// Whether a status whose version last moved at `versionTime` changed while the device was away (a status that

@@ -24,6 +24,8 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
     private var pendingRead = false
     private var needsFlush = false
     private var closeDeadline: Scheduled<Void>?
+    /// The versions written to this socket last: what a resume need not send again.
+    private var delivered = RecentDeliveries()
 
     init(session: DeviceSession, gateway: DeviceGateway, limits: DeviceConnectionStateMachine.Limits) {
         self.session = session
@@ -36,7 +38,9 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
 
     /// Writes an event without flushing; true when the caller must flush this handler.
     func deliver(_ event: StatusEvent) -> Bool {
-        perform(machine.deliver(event))
+        let action = machine.deliver(event)
+        if case .write = action { delivered.record(userId: event.userId, version: event.version, atMs: DeviceSession.monotonicMs()) }
+        perform(action)
         return needsFlush
     }
 
@@ -142,7 +146,7 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
         case .closeNow:
             context?.close(promise: nil)
         case .fileDeparture(let ending):
-            if let session { gateway.depart(session, because: ending) }
+            if let session { gateway.depart(session, because: ending, delivered: delivered) }
         }
         resumeReadingIfWanted()
     }

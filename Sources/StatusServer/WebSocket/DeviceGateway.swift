@@ -188,12 +188,15 @@ struct DeviceGateway: Sendable {
 
     /// Files how the device left, once its channel has closed: a drop, a timeout or a slow consumer make it gone
     /// (offline if last); a logout, kick or replacement was already written.
-    func depart(_ session: DeviceSession, because ending: DeviceSession.Ending) {
+    func depart(_ session: DeviceSession, because ending: DeviceSession.Ending, delivered: RecentDeliveries = RecentDeliveries()) {
         if ending == .tooSlow { Metrics.slowConsumers.increment() }
         // Events written since the device last showed a sign of life may never have reached it: a resume resends
-        // what changed from then on (SPEC §7).
-        let lostAt = WallClock.nowMs() - session.silenceMs - ResumePoint.clockMargin
-        let queued = work.submit { await fileDeparture(session, because: ending, lostAt: lostAt) }
+        // what changed from then on (SPEC §7). A socket that closed under the node (not a silent one given up on)
+        // was alive until then: the versions written to it in that window are recorded, and not sent again.
+        let silence = session.silenceMs
+        let lostAt = WallClock.nowMs() - silence - ResumePoint.clockMargin
+        let sent = ending == .disconnected ? delivered.versions(since: session.lastActiveMs - ResumePoint.clockMargin) : [:]
+        let queued = work.submit { await fileDeparture(session, because: ending, lostAt: lostAt, delivered: sent) }
         if !queued {
             // Still on the node's device list: its reconciliation files the departure; the housekeeping drops the
             // bus channels nobody needs any more.
@@ -202,7 +205,7 @@ struct DeviceGateway: Sendable {
         }
     }
 
-    private func fileDeparture(_ session: DeviceSession, because ending: DeviceSession.Ending, lostAt: Int64) async {
+    private func fileDeparture(_ session: DeviceSession, because ending: DeviceSession.Ending, lostAt: Int64, delivered: [String: Int64]) async {
         let departure: PresenceOperations.Departure?
         switch ending {
         case .removed: departure = nil
@@ -218,7 +221,8 @@ struct DeviceGateway: Sendable {
                     deviceIds: [session.deviceId],
                     because: departure,
                     connection: session.connectionId,
-                    lostAt: lostAt
+                    lostAt: lostAt,
+                    delivered: delivered
                 )
             }
             // Only once the departure is filed: until then the node's device list lets its reconciliation file it.

@@ -15,7 +15,8 @@ struct SessionResume: Sendable {
         do {
             let key = RedisKeys(appId: app.appId).user(session.userId).resume(session.deviceId)
             let stored = try await services.redis.send("GET", key).string.flatMap(ResumePoint.init(stored:))
-            guard let since = ResumePoint.since(token: token, stored: stored, replaced: replaced) else { return nil }
+            guard let point = ResumePoint.since(token: token, stored: stored, replaced: replaced) else { return nil }
+            let since = point.lostAt
             // Beyond its relationships, a device of scope `all` or `roles:` hears about anyone: the app's log of recent
             // changes names who moved since then.
             var others: [String] = []
@@ -35,7 +36,8 @@ struct SessionResume: Sendable {
                 start += FanoutService.resyncChunk
                 let statuses = try await services.statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
                 for facts in chunk {
-                    guard let stored = statuses[facts.userId], ResumePoint.moved(versionTime: stored.versionTime, since: since),
+                    guard let stored = statuses[facts.userId],
+                        point.isNews(userId: facts.userId, version: stored.status.version, versionTime: stored.versionTime),
                         Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config)
                     else { continue }
                     let viewer: LastSeenPrivacy.Viewer = facts.isSelf ? .privileged : .other(isFriend: facts.isFriend)
