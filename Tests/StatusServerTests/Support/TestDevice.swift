@@ -152,6 +152,23 @@ extension APIClient {
         _ options: DeviceOptions,
         _ body: @Sendable (TestDevice, JSONValue) async throws -> Value
     ) async throws -> Value {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let (device, welcome) = try await openDevice(port: port, userId: userId, options) { group.addTask(operation: $0) }
+            let value = try await body(device, welcome)
+            await device.close()
+            group.cancelAll()
+            return value
+        }
+    }
+
+    /// Connects a device of `userId` on a task handed to `spawn` (a task group's `addTask`), waits for its welcome and
+    /// returns it; the device stays connected until it is closed or the task is cancelled.
+    func openDevice(
+        port: Int,
+        userId: String,
+        _ options: DeviceOptions,
+        spawn: (@escaping @Sendable () async throws -> Void) -> Void
+    ) async throws -> (TestDevice, JSONValue) {
         let token = try await token(for: userId)
         var query = "deviceId=\(options.deviceId)&platform=\(options.platform)"
         if let presence = options.presence { query += "&presence=\(presence)" }
@@ -166,34 +183,25 @@ extension APIClient {
         let reads = options.reads
         let configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20, additionalHeaders: headers)
         let clientLogger = logger
-        return try await withThrowingTaskGroup(of: Value?.self) { group in
-            group.addTask {
-                _ = try? await WebSocketClient.connect(url: url, configuration: configuration, logger: clientLogger) { inbound, outbound, _ in
-                    device.attach(outbound)
-                    if !reads {
-                        try await Task.sleep(for: .seconds(30))
-                        return
-                    }
-                    for try await message in inbound.messages(maxSize: 1 << 20) {
-                        if case .text(let text) = message { device.record(text) }
-                    }
+        spawn {
+            _ = try? await WebSocketClient.connect(url: url, configuration: configuration, logger: clientLogger) { inbound, outbound, _ in
+                device.attach(outbound)
+                if !reads {
+                    try await Task.sleep(for: .seconds(30))
+                    return
                 }
-                device.markClosed()
-                return nil
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    if case .text(let text) = message { device.record(text) }
+                }
             }
-            let deadline = ContinuousClock.now + .seconds(5)
-            while !device.isAttached && !device.isClosed && ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(5))
-            }
-            guard device.isAttached else {
-                group.cancelAll()
-                throw TestAppError(message: "device \(options.deviceId) of \(userId) could not connect")
-            }
-            let welcome = reads ? try await device.next { $0["event"].string == "welcome" } : .null
-            let value = try await body(device, welcome)
-            await device.close()
-            group.cancelAll()
-            return value
+            device.markClosed()
         }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !device.isAttached && !device.isClosed && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        guard device.isAttached else { throw TestAppError(message: "device \(options.deviceId) of \(userId) could not connect") }
+        let welcome = reads ? try await device.next { $0["event"].string == "welcome" } : .null
+        return (device, welcome)
     }
 }
