@@ -122,7 +122,7 @@ struct StatusRoutes: Sendable {
 
     private func device(_ request: Request, _ context: some RequestContext) async throws -> (AppRecord, String, String) {
         let (app, userId) = try await services.user(request, context)
-        let deviceId = try Identifiers.deviceId(context.parameters.require("deviceId"))
+        let deviceId = try Identifiers.deviceId(pathSegment: context.parameters.require("deviceId"))
         return (app, userId, deviceId)
     }
 }
