@@ -6,7 +6,8 @@ struct AdminRoutes: Sendable {
     let services: ServerServices
 
     /// The body of `POST /v1/apps`.
-    struct CreateApp: Decodable, Sendable {
+    struct CreateApp: JSONRequestBody, Sendable {
+        static let members: StrictJSON.Members? = StrictJSON.Members(["appId", "config"])
         var appId: String
         var config: JSONValue?
     }
