@@ -22,7 +22,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     var app = Application(
         router: router,
         server: HTTPServerBuilder { responder in
-            DeviceServerChannel(responder: responder, gateway: gateway, http: http)
+            DeviceServerChannel(responder: responder, gateway: gateway, http: http, requestTimeout: .init(configuration.requestTimeout))
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "statusd"),
         logger: logger
