@@ -13,18 +13,21 @@ public enum StrictJSON {
 
     /// The members a body's top-level object may have: any other, or one given twice, is `INVALID_REQUEST`.
     public struct Members: Sendable {
-        let names: [[UInt8]]
+        /// The names, in the order given.
+        public let names: [String]
+        /// Their UTF-8, compared with the bytes of a body.
+        let spellings: [[UInt8]]
 
         /// At most 64 names.
         public init(_ names: [String]) {
             precondition(names.count <= 64, "at most 64 members")
-            self.names = names.map { Array($0.utf8) }
+            self.names = names
+            self.spellings = names.map { Array($0.utf8) }
         }
 
         /// The index of the member spelled `bytes`, or nil.
-        @usableFromInline
         func index(of bytes: UnsafeRawBufferPointer) -> Int? {
-            names.firstIndex { $0.count == bytes.count && $0.elementsEqual(bytes) }
+            spellings.firstIndex { $0.count == bytes.count && $0.elementsEqual(bytes) }
         }
     }
 
@@ -313,7 +316,7 @@ public enum StrictJSON {
             }
             let bit: UInt64 = 1 << UInt64(position)
             guard seen & bit == 0 else {
-                throw StatusError(.invalidRequest, "field \"\(String(decoding: members.names[position], as: UTF8.self))\" given twice")
+                throw StatusError(.invalidRequest, "field \"\(members.names[position])\" given twice")
             }
             seen |= bit
         }
