@@ -147,6 +147,25 @@ import Testing
         }
     }
 
+    @Test func aHugeHeadIsNotReadWhole() async throws {
+        try await withServer { _, port in
+            for start in ["GET /", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: "] {
+                let connection = try RawConnection(port: port)
+                connection.send(start)
+                let piece = [UInt8](repeating: UInt8(ascii: "a"), count: 64 * 1024)
+                var sent = 0
+                while sent < 16 << 20, !connection.hasInput(within: 0), connection.send(piece) { sent += piece.count }
+                let response = connection.readResponse()
+                #expect(sent < 16 << 20, "the whole head was taken")
+                #expect(response.closed)
+                if response.status != 0 {
+                    #expect(response.status == 400, "\(response.text)")
+                    #expect(response.body["error"]["code"] == "INVALID_REQUEST")
+                }
+            }
+        }
+    }
+
     @Test func expectContinueIsAnsweredAtOnce() async throws {
         try await withServer { api, port in
             let app = try await api.createApp()

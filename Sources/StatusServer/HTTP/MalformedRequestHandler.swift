@@ -138,7 +138,8 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
         switch unwrapOutboundIn(data) {
         case .head(let head) where head.status.code >= 200:
             responding = true
-            closeAfterResponse = head.headers["connection"].contains { $0.lowercased().contains("close") }
+            closeAfterResponse =
+                head.headers.contains(name: "connection") && head.headers["connection"].contains { $0.lowercased().contains("close") }
         case .end:
             responding = false
             if reading { answeredEarly = true }
@@ -146,7 +147,8 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
                 // Hummingbird keeps reading after a response that says `Connection: close` (it honours only the
                 // request's header): close once the response is out.
                 let promise = promise ?? context.eventLoop.makePromise()
-                promise.futureResult.whenComplete { _ in context.close(promise: nil) }
+                let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                promise.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
                 context.write(data, promise: promise)
                 return
             }

@@ -76,9 +76,10 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
             // frames and has its own heartbeat timeout, is not.
             let deadline = RequestDeadlineHandler(timeout: requestTimeout)
             try channel.pipeline.syncOperations.addHandler(deadline, position: .first)
+            let loopBound = NIOLoopBound(deadline, eventLoop: channel.eventLoop)
             outcome.whenSuccess { outcome in
                 guard case .device = outcome else { return }
-                channel.pipeline.syncOperations.removeHandler(deadline, promise: nil)
+                channel.pipeline.syncOperations.removeHandler(loopBound.value, promise: nil)
             }
             // A connection that never completes its first request is closed after the idle timeout too (HTTP's own
             // idle handling starts only once the first request is read).
