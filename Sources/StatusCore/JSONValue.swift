@@ -9,7 +9,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     case object([String: JSONValue])
 
     /// The deepest nesting decoded at all; deeper input is a decoding error. Request bodies are held to far less before
-    /// decoding (``JSONNesting``); this bound protects every other path (device frames, stored values).
+    /// decoding (``StrictJSON``); this bound protects every other path (device frames, stored values).
     public static let maxDecodingDepth = 64
 
     /// Decodes by asking for the container kind first (object, array, then scalars), so that each level is decoded once:

@@ -14,6 +14,7 @@ public struct StatusError: Error, Sendable, Hashable, CustomStringConvertible {
         case userNotFound = "USER_NOT_FOUND"
         case appNotFound = "APP_NOT_FOUND"
         case appExists = "APP_EXISTS"
+        case requestTimeout = "REQUEST_TIMEOUT"
         case payloadTooLarge = "PAYLOAD_TOO_LARGE"
         case rateLimited = "RATE_LIMITED"
         case unavailable = "UNAVAILABLE"
@@ -30,6 +31,7 @@ public struct StatusError: Error, Sendable, Hashable, CustomStringConvertible {
             case .forbidden, .planNotSupported, .featureDisabled: 403
             case .userNotFound, .appNotFound, .notFound: 404
             case .methodNotAllowed: 405
+            case .requestTimeout: 408
             case .appExists: 409
             case .payloadTooLarge: 413
             case .rateLimited: 429

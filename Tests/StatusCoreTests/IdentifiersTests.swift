@@ -83,3 +83,29 @@ import Testing
         }
     }
 }
+
+@Suite struct PercentDecodingTests {
+    @Test func decodesEachEscapeOnce() {
+        #expect(PercentDecoding.decode("plain") == "plain")
+        #expect(PercentDecoding.decode("a%40b") == "a@b")
+        #expect(PercentDecoding.decode("%61%62") == "ab")
+        #expect(PercentDecoding.decode("a%2540b") == "a%40b")
+        #expect(PercentDecoding.decode("a+b") == "a+b")
+        #expect(PercentDecoding.decode("%C3%A9") == "é")
+        #expect(PercentDecoding.decode("%c3%a9") == "é")
+    }
+
+    @Test(arguments: ["%", "a%", "a%4", "%zz", "%4g", "%FF", "%C3", "%ED%A0%80"])
+    func refusesMalformedEscapesAndNonUTF8(_ value: String) {
+        #expect(PercentDecoding.decode(value) == nil)
+    }
+
+    @Test func pathSegmentsAreDecodedThenValidated() throws {
+        #expect(try Identifiers.userId(pathSegment: "a%40b") == "a@b")
+        #expect(try Identifiers.appId(pathSegment: "my%5Fapp") == "my_app")
+        #expect(try Identifiers.deviceId(pathSegment: "d%2D1") == "d-1")
+        #expect(throws: StatusError.self) { try Identifiers.userId(pathSegment: "a%zz") }
+        #expect(throws: StatusError.self) { try Identifiers.appId(pathSegment: "a%40b") }
+        #expect(throws: StatusError.self) { try Identifiers.userId(pathSegment: "a%2540b") }
+    }
+}

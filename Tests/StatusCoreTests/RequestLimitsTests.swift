@@ -28,23 +28,9 @@ import Testing
     }
 }
 
-/// Nesting is bounded before decoding (a linear scan), and decoding ``JSONValue`` is linear in the depth.
+/// Nesting is bounded before decoding (within the strict scan, ``StrictJSONTests``), and decoding ``JSONValue`` is
+/// linear in the depth.
 @Suite struct JSONNestingTests {
-    @Test func measuresDepthIgnoringBracketsInStrings() {
-        #expect(JSONNesting.depth(of: Array("1".utf8), limit: 32) == 0)
-        #expect(JSONNesting.depth(of: Array("{}".utf8), limit: 32) == 1)
-        #expect(JSONNesting.depth(of: Array(#"{"a": [1, {"b": []}]}"#.utf8), limit: 32) == 4)
-        #expect(JSONNesting.depth(of: Array(#"{"a": "[[[[{{{{\"[[["}"#.utf8), limit: 32) == 1)
-        #expect(JSONNesting.depth(of: Array("[[[]]]".utf8), limit: 2) == nil)
-    }
-
-    @Test func refusesAHundredThousandLevelsQuickly() throws {
-        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
-        let start = ContinuousClock.now
-        #expect(throws: StatusError.self) { try JSONNesting.check(Array(deep.utf8)) }
-        #expect(ContinuousClock.now - start < .seconds(1))
-    }
-
     @Test func decodesDeepValuesInLinearTime() throws {
         let depth = 60
         let text = String(repeating: "{\"a\":[", count: depth / 2) + "1" + String(repeating: "]}", count: depth / 2)

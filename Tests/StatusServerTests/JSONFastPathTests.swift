@@ -1,4 +1,5 @@
 import Foundation
+import StatusCore
 import Testing
 
 @testable import StatusServer
@@ -83,6 +84,7 @@ import Testing
             if let fast {
                 taken += 1
                 #expect(fast.userIds == slow?.userIds, "\(String(decoding: body, as: UTF8.self))")
+                #expect(Self.strictlyValid(body, UserIdList.members), "\(String(decoding: body, as: UTF8.self))")
             }
         }
         #expect(taken > 200)
@@ -102,12 +104,20 @@ import Testing
                 taken += 1
                 #expect(slow != nil, "\(String(decoding: body, as: UTF8.self))")
                 #expect(fast.customStatus == slow?.customStatus, "\(String(decoding: body, as: UTF8.self))")
+                #expect(Self.strictlyValid(body, StatusRoutes.SetStatus.members), "\(String(decoding: body, as: UTF8.self))")
             }
         }
         #expect(taken > 200)
         let busy = Array(#"{"customStatus":"in a meeting"}"#.utf8).withUnsafeBytes { StatusRoutes.SetStatus.fastDecode($0) }
-        #expect(busy?.customStatus == "in a meeting")
+        #expect(busy?.customStatus == .set("in a meeting"))
         let cleared = Array(#"{"customStatus":null}"#.utf8).withUnsafeBytes { StatusRoutes.SetStatus.fastDecode($0) }
-        #expect(cleared != nil && cleared?.customStatus == nil)
+        #expect(cleared?.customStatus == .set(nil))
+        let kept = Array(#"{ }"#.utf8).withUnsafeBytes { StatusRoutes.SetStatus.fastDecode($0) }
+        #expect(kept?.customStatus == .keep)
+    }
+
+    /// The fast paths run after the strict check, and take nothing it refuses.
+    private static func strictlyValid(_ body: [UInt8], _ members: StrictJSON.Members?) -> Bool {
+        body.withUnsafeBytes { bytes in (try? StrictJSON.validate(bytes, members: members)) != nil }
     }
 }

@@ -83,4 +83,44 @@ import Testing
         #expect(!served.closed)
         #expect(served.forwarded.count == 2)
     }
+
+    @Test func expectContinueIsAnsweredAndTakenOffTheHead() throws {
+        let served = try serve(Array("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n".utf8))
+        #expect(served.response == "HTTP/1.1 100 Continue\r\n\r\n")
+        #expect(!served.closed)
+        guard case .head(let head) = served.forwarded.first else {
+            Issue.record("no head forwarded")
+            return
+        }
+        #expect(!head.headers.contains(name: "expect"))
+        // HTTP/1.0 clients get no interim answer (RFC 9110 §15.2); other expectations are refused.
+        #expect(try serve(Array("PUT /x HTTP/1.0\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n".utf8)).response.isEmpty)
+        try expectRefused(Array("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: something\r\n\r\n".utf8))
+    }
+
+    @Test func aContentLengthPast1MiBIs413AtOnce() throws {
+        for expect in ["", "Expect: 100-continue\r\n"] {
+            let served = try serve(Array("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: \((1 << 20) + 1)\r\n\(expect)\r\n".utf8))
+            #expect(served.response.hasPrefix("HTTP/1.1 413"), "\(served.response)")
+            #expect(served.response.contains("PAYLOAD_TOO_LARGE"))
+            #expect(served.closed)
+            #expect(served.forwarded.isEmpty)
+        }
+        #expect(try serve(Array("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: \(1 << 20)\r\n\r\n".utf8)).response.isEmpty)
+    }
+
+    @Test func anExpiredRequestIsAnswered408AndClosed() throws {
+        let channel = EmbeddedChannel()
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 8080)).wait()
+        try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder())
+        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes)))
+        try MalformedRequestHandler.install(in: channel.pipeline.syncOperations)
+        try channel.writeInbound(ByteBuffer(string: "PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{"))
+        channel.pipeline.fireUserInboundEventTriggered(RequestDeadlineHandler.Expired.timeout)
+        var response = ""
+        while let out = try channel.readOutbound(as: ByteBuffer.self) { response += String(buffer: out) }
+        #expect(response.hasPrefix("HTTP/1.1 408"), "\(response)")
+        #expect(response.contains(#"{"error":{"code":"REQUEST_TIMEOUT","#))
+        #expect(!channel.isActive)
+    }
 }

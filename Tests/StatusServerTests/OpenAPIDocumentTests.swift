@@ -100,7 +100,7 @@ import Testing
         // Every error code statusd can answer with is listed.
         let codes: [StatusError.Code] = [
             .invalidRequest, .invalidUserId, .customStatusTooLong, .tooManyUsers, .invalidLimit, .unauthorized, .forbidden,
-            .planNotSupported, .featureDisabled, .userNotFound, .appNotFound, .appExists, .payloadTooLarge, .rateLimited,
+            .planNotSupported, .featureDisabled, .userNotFound, .appNotFound, .appExists, .requestTimeout, .payloadTooLarge, .rateLimited,
             .unavailable, .cannotSubscribeSelf, .notFound, .methodNotAllowed, .internalError,
         ]
         #expect(Set(schemas["ErrorCode"]["enum"].strings) == Set(codes.map(\.rawValue)))
@@ -120,6 +120,41 @@ import Testing
         // Every flag the schema allows in a patch is accepted by statusd with its current value.
         for (key, value) in fields {
             #expect(throws: Never.self, "\(key)") { try AppConfigPatch.apply(.object([key: value]), to: AppConfig()) }
+        }
+    }
+
+    /// A request body's schema lists exactly the members its type accepts (any other is refused, SPEC §7), and says so.
+    @Test func theRequestBodySchemasNameTheMembersTheCodeAccepts() throws {
+        let schemas = try document()["components"]["schemas"]
+        let bodies: [String: StrictJSON.Members?] = [
+            "SetStatusRequest": StatusRoutes.SetStatus.members, "KickRequest": StatusRoutes.Kick.members,
+            "UserIdBatch": UserIdList.members, "QueryUserIdBatch": UserIdList.members, "RelationBatch": UserIdList.members,
+            "OptionalUserIdList": StatusRoutes.OptionalUserIds.members, "CreateAppRequest": AdminRoutes.CreateApp.members,
+            "TokenRequest": UserRoutes.TokenRequest.members, "BackendQueryRequest": StatusRoutes.BackendQuery.members,
+            "UserProfileInput": UserProfileInput.members, "LoginRequest": StatusRoutes.Login.members,
+        ]
+        for (name, members) in bodies {
+            guard case .object(let properties) = schemas[name]["properties"] else {
+                Issue.record("\(name) has no properties")
+                continue
+            }
+            #expect(Set(properties.keys) == Set(members?.names ?? []), "\(name)")
+            #expect(schemas[name]["additionalProperties"] == false, "\(name)")
+        }
+    }
+
+    /// Every operation documents the answers of the request hygiene, whatever its route.
+    @Test func everyOperationDocumentsTheTimeoutAndTheSizeLimit() throws {
+        guard case .object(let paths) = try document()["paths"] else {
+            Issue.record("no paths")
+            return
+        }
+        for (path, operations) in paths {
+            guard case .object(let byMethod) = operations else { continue }
+            for (method, operation) in byMethod where method != "parameters" {
+                #expect(operation["responses"]["408"]["$ref"] == "#/components/responses/RequestTimeout", "\(method) \(path)")
+                #expect(operation["responses"]["413"]["$ref"] == "#/components/responses/PayloadTooLarge", "\(method) \(path)")
+            }
         }
     }
 

@@ -22,7 +22,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     var app = Application(
         router: router,
         server: HTTPServerBuilder { responder in
-            DeviceServerChannel(responder: responder, gateway: gateway, http: http)
+            DeviceServerChannel(responder: responder, gateway: gateway, http: http, requestTimeout: .init(configuration.requestTimeout))
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "statusd"),
         logger: logger
@@ -45,6 +45,7 @@ func buildRouter(services: ServerServices, index: FanoutIndex, activity: AppActi
     let registry = MetricsBootstrap.registry()
     router.add(middleware: RequestMetricsMiddleware())
     router.add(middleware: ErrorMiddleware(activity: activity))
+    router.add(middleware: EmptyPathSegmentMiddleware())
     HealthRoutes(services: services, registry: registry).register(on: router)
     AdminRoutes(services: services).register(on: router)
     AdminOverviewRoutes(services: services, index: index, activity: activity).register(on: router)

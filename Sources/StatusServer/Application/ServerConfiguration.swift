@@ -21,6 +21,9 @@ public struct ServerConfiguration: Sendable {
     public var busInboxLimit: Int
     /// Seconds an HTTP connection may stay idle (no request in progress) before it is closed.
     public var httpIdleTimeoutSeconds: Int64
+    /// How long a request may take to arrive whole, from its first byte (SPEC §7: 10 s, then 408 and the connection is
+    /// closed). Tests shorten it.
+    public var requestTimeout: Duration
     /// How often the node looks for silent devices (their heartbeat timeout) and renews its lease bookkeeping.
     public var housekeepingInterval: Duration
 
@@ -35,6 +38,7 @@ public struct ServerConfiguration: Sendable {
         sessionBacklogBytes: Int = 256 * 1024,
         housekeepingInterval: Duration = .milliseconds(500),
         httpIdleTimeoutSeconds: Int64 = 60,
+        requestTimeout: Duration = .seconds(10),
         busInboxLimit: Int = 65_536
     ) {
         self.host = host
@@ -46,6 +50,7 @@ public struct ServerConfiguration: Sendable {
         self.sessionBacklogBytes = sessionBacklogBytes
         self.housekeepingInterval = housekeepingInterval
         self.httpIdleTimeoutSeconds = httpIdleTimeoutSeconds
+        self.requestTimeout = requestTimeout
         self.busInboxLimit = busInboxLimit
     }
 }

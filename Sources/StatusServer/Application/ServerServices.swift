@@ -69,12 +69,12 @@ struct ServerServices: Sendable {
 
     /// The app of the path, authenticated by its API key.
     func app(_ request: Request, _ context: some RequestContext) async throws -> AppRecord {
-        try await auth.requireApp(request, appId: context.parameters.require("appId"))
+        try await auth.requireApp(request, appIdSegment: context.parameters.require("appId"))
     }
 
-    /// The app and the (validated) userId of the path.
+    /// The app and the userId of the path (percent-decoded once, then validated: SPEC §7 request hygiene).
     func user(_ request: Request, _ context: some RequestContext) async throws -> (AppRecord, String) {
         let app = try await app(request, context)
-        return (app, try Identifiers.userId(context.parameters.require("userId")))
+        return (app, try Identifiers.userId(pathSegment: context.parameters.require("userId")))
     }
 }

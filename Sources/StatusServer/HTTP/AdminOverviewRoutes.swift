@@ -41,7 +41,7 @@ struct AdminOverviewRoutes: Sendable {
         }
         router.get("v1/apps/:appId/stats") { request, context in
             try services.auth.requireAdmin(request)
-            let appId = try Identifiers.appId(context.parameters.require("appId"))
+            let appId = try Identifiers.appId(pathSegment: context.parameters.require("appId"))
             _ = try await services.apps.require(appId)
             let online = Int(try await services.redis.send("ZCARD", RedisKeys(appId: appId).online).int ?? 0)
             let counters = activity.snapshot(of: appId)

@@ -6,7 +6,8 @@ struct AdminRoutes: Sendable {
     let services: ServerServices
 
     /// The body of `POST /v1/apps`.
-    struct CreateApp: Decodable, Sendable {
+    struct CreateApp: JSONRequestBody, Sendable {
+        static let members: StrictJSON.Members? = StrictJSON.Members(["appId", "config"])
         var appId: String
         var config: JSONValue?
     }
@@ -36,13 +37,13 @@ struct AdminRoutes: Sendable {
         }
         apps.get(":appId") { request, context in
             try services.auth.requireAdmin(request)
-            let appId = try Identifiers.appId(context.parameters.require("appId"))
+            let appId = try Identifiers.appId(pathSegment: context.parameters.require("appId"))
             let record = try await services.apps.require(appId)
             return JSONResponse(AppView(appId: appId, config: record.config))
         }
         apps.patch(":appId/config") { request, context in
             try services.auth.requireAdmin(request)
-            let appId = try Identifiers.appId(context.parameters.require("appId"))
+            let appId = try Identifiers.appId(pathSegment: context.parameters.require("appId"))
             let patch = try await RequestBody.decode(JSONValue.self, from: request)
             let config = try await services.apps.patch(appId, with: patch)
             await services.bus.publish(.configChanged(appId: appId))
@@ -50,7 +51,7 @@ struct AdminRoutes: Sendable {
         }
         apps.delete(":appId") { request, context in
             try services.auth.requireAdmin(request)
-            let appId = try Identifiers.appId(context.parameters.require("appId"))
+            let appId = try Identifiers.appId(pathSegment: context.parameters.require("appId"))
             try await services.apps.delete(appId)
             await services.bus.publish(.deleted(appId: appId, userId: nil))
             return Response(status: .noContent)

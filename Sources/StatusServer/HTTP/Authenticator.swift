@@ -16,11 +16,11 @@ struct Authenticator: Sendable {
         }
     }
 
-    /// The app named in the path, after checking the request's API key: a key of another app is `FORBIDDEN`,
-    /// anything else wrong is `UNAUTHORIZED`.
-    func requireApp(_ request: Request, appId rawAppId: String) async throws -> AppRecord {
+    /// The app named in the path (its segment as sent, percent-decoded here), after checking the request's API key: a
+    /// key of another app is `FORBIDDEN`, anything else wrong is `UNAUTHORIZED`.
+    func requireApp(_ request: Request, appIdSegment: String) async throws -> AppRecord {
         guard let token = Self.bearer(request) else { throw StatusError(.unauthorized, "missing API key") }
-        let appId = try Identifiers.appId(rawAppId)
+        let appId = try Identifiers.appId(pathSegment: appIdSegment)
         let (digest, cached) = verifiedKeys.digest(of: token)
         if let record = try await apps.find(appId), Self.constantTimeEqual(digest, record.apiKeyDigest) {
             if !cached { verifiedKeys.remember(token, digest: digest) }

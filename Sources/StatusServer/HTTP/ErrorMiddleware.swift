@@ -17,7 +17,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             switch mapped.code {
             case .rateLimited:
                 Metrics.rateLimited.increment()
-                if let appId = context.parameters.get("appId") { activity?.recordRateLimited(appId: appId) }
+                if let appId = context.parameters.get("appId").flatMap(PercentDecoding.decode) { activity?.recordRateLimited(appId: appId) }
             case .unavailable: Metrics.redisErrors.increment()
             default: break
             }

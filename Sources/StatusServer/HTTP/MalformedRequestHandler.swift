@@ -3,7 +3,8 @@ import NIOHTTP1
 import StatusCore
 
 /// Answers every malformed HTTP/1.1 request with the SPEC §7 error body (`400 INVALID_REQUEST`) and closes the
-/// connection, instead of leaving it unanswered or answering with an empty body.
+/// connection, instead of leaving it unanswered or answering with an empty body; and keeps the request hygiene of SPEC
+/// §7 that needs the request's framing rather than its route.
 ///
 /// It sits right after NIO's request decoder, ahead of the upgrade handler and the HTTP-types conversion, so it sees
 /// both the decoder's parse errors (which would otherwise reach handlers that answer nothing or an empty 400) and
@@ -12,6 +13,12 @@ import StatusCore
 /// (`Transfer-Encoding` with `Content-Length`, RFC 9112 §6.3: a request smuggling vector). A request asking for a
 /// WebSocket upgrade takes the handler out of the pipeline, since an accepted upgrade carries frames, not HTTP; an
 /// `Upgrade` header naming other protocols is dropped, and the request answered as plain HTTP.
+///
+/// Request hygiene here: `CONNECT` (which NIO's parser treats as the start of a tunnel, reading nothing after it) is
+/// refused with 400; a `Content-Length` past the 1 MiB body limit is 413 at once, before the body is read;
+/// `Expect: 100-continue` is answered at once with `100 Continue`; a request that ran out of time or bytes
+/// (``RequestDeadlineHandler``) is answered 408 or 413; and a response that says `Connection: close` closes the
+/// connection once written, so a refused upgrade never leaves it open.
 final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -22,6 +29,12 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var responding = false
     /// The connection was refused; everything after is dropped.
     private var refused = false
+    /// A request is being read (its head came, its end not yet).
+    private var reading = false
+    /// The request being read was answered already (a route answered without reading the whole body).
+    private var answeredEarly = false
+    /// The response being written says `Connection: close`: the connection closes once it is written.
+    private var closeAfterResponse = false
 
     /// Adds the handler right after the HTTP request decoder of an HTTP/1.1 server pipeline.
     static func install(in pipeline: ChannelPipeline.SynchronousOperations) throws {
@@ -32,15 +45,29 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         let part = unwrapInboundIn(data)
-        if case .head(var head) = part {
+        switch part {
+        case .head(var head):
+            if head.method == .CONNECT {
+                refuseConnect(context: context)
+                return
+            }
             if let problem = Self.problem(with: head) {
                 refuse(context: context, message: problem)
                 return
             }
+            if let declared = head.headers.first(name: "content-length").flatMap(Int.init), declared > RequestBody.maxBytes {
+                refuse(context: context, StatusError(.payloadTooLarge, "request body is larger than 1 MiB"))
+                return
+            }
+            reading = true
+            answeredEarly = false
+            if head.headers.contains(name: "expect") {
+                guard continueIfExpected(&head, context: context) else { return }
+            }
             if head.headers.contains(name: "upgrade") {
                 let protocols = head.headers["upgrade"].flatMap { $0.split(separator: ",") }
                 if protocols.contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "websocket" }) {
-                    context.fireChannelRead(data)
+                    context.fireChannelRead(wrapInboundOut(.head(head)))
                     context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
                     return
                 }
@@ -48,11 +75,54 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
                 // NIO's upgrade handler loses the request head when no upgrader takes the protocol, and the
                 // connection would close unanswered.
                 head.headers.remove(name: "upgrade")
-                context.fireChannelRead(wrapInboundOut(.head(head)))
-                return
             }
+            context.fireChannelRead(wrapInboundOut(.head(head)))
+        case .body:
+            context.fireChannelRead(data)
+        case .end:
+            reading = false
+            context.triggerUserOutboundEvent(RequestDeadlineHandler.RequestComplete(), promise: nil)
+            context.fireChannelRead(data)
         }
-        context.fireChannelRead(data)
+    }
+
+    /// Answers `Expect: 100-continue` at once (RFC 9110 §10.1.1) and takes the expectation off the head, so that nothing
+    /// behind answers it again; the body limit was checked before. Any other expectation is 417's business, which the
+    /// SPEC has no error for: it is refused as `INVALID_REQUEST`. Returns false when the request was refused.
+    private func continueIfExpected(_ head: inout HTTPRequestHead, context: ChannelHandlerContext) -> Bool {
+        let expectations = head.headers["expect"].flatMap { $0.split(separator: ",") }.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        guard expectations.allSatisfy({ $0 == "100-continue" }) else {
+            refuse(context: context, message: "the only expectation supported is 100-continue")
+            return false
+        }
+        head.headers.remove(name: "expect")
+        // RFC 9110 §15.2: never to an HTTP/1.0 client.
+        if head.version.major > 1 || (head.version.major == 1 && head.version.minor >= 1) {
+            let interim = HTTPResponseHead(version: head.version, status: .continue)
+            context.writeAndFlush(wrapOutboundOut(.head(interim)), promise: nil)
+        }
+        return true
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard let expired = event as? RequestDeadlineHandler.Expired else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        // A request already answered (its route did not need the rest of the body) gets no second answer.
+        if answeredEarly {
+            refused = true
+            context.close(promise: nil)
+            return
+        }
+        switch expired {
+        case .timeout:
+            refuse(context: context, StatusError(.requestTimeout, "the request did not arrive whole within the time limit"))
+        case .tooLarge:
+            refuse(context: context, StatusError(.payloadTooLarge, "the request is larger than any request may be"))
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -66,26 +136,59 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head(let head) where head.status.code >= 200: responding = true
-        case .end: responding = false
+        case .head(let head) where head.status.code >= 200:
+            responding = true
+            closeAfterResponse =
+                head.headers.contains(name: "connection") && head.headers["connection"].contains { $0.lowercased().contains("close") }
+        case .end:
+            responding = false
+            if reading { answeredEarly = true }
+            if closeAfterResponse {
+                // Hummingbird keeps reading after a response that says `Connection: close` (it honours only the
+                // request's header): close once the response is out.
+                let promise = promise ?? context.eventLoop.makePromise()
+                let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                promise.futureResult.whenComplete { _ in loopBound.value.close(promise: nil) }
+                context.write(data, promise: promise)
+                return
+            }
         default: break
         }
         context.write(data, promise: promise)
     }
 
     private func refuse(context: ChannelHandlerContext, message: String) {
+        refuse(context: context, StatusError(.invalidRequest, message))
+    }
+
+    /// Answers `error` with the SPEC body (unless a response is under way) and closes the connection.
+    private func refuse(context: ChannelHandlerContext, _ error: StatusError) {
         guard !refused else { return }
         refused = true
         if !responding {
-            let error = StatusError(.invalidRequest, message)
             let body = ByteBuffer(string: (try? JSONCoding.string(ErrorBody(error: error))) ?? "")
             let headers = HTTPHeaders([
                 ("Connection", "close"), ("Content-Type", "application/json; charset=utf-8"), ("Content-Length", String(body.readableBytes)),
             ])
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .badRequest, headers: headers))), promise: nil)
+            let status = HTTPResponseStatus(statusCode: error.code.httpStatus)
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
+        context.close(promise: nil)
+    }
+
+    /// Refuses a `CONNECT` (statusd is no proxy) with 400 and the SPEC error body. NIO's response encoder drops the body
+    /// of any response to `CONNECT` (RFC 9112 forbids one on a 2xx only), so the response goes out as bytes, written
+    /// by ``RequestDeadlineHandler`` in front of the encoder.
+    private func refuseConnect(context: ChannelHandlerContext) {
+        guard !refused else { return }
+        refused = true
+        let body = (try? JSONCoding.string(ErrorBody(error: StatusError(.invalidRequest, "CONNECT is not supported")))) ?? ""
+        let response =
+            "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        context.triggerUserOutboundEvent(RequestDeadlineHandler.WriteAsIs(bytes: ByteBuffer(string: response)), promise: nil)
         context.close(promise: nil)
     }
 

@@ -6,29 +6,47 @@ import StatusCore
 struct StatusRoutes: Sendable {
     let services: ServerServices
 
-    /// The body of `PUT /users/{userId}/status`.
-    struct SetStatus: Decodable, Sendable {
-        var customStatus: String?
+    /// The body of `PUT /users/{userId}/status`: a field left out keeps its value (SPEC §4).
+    struct SetStatus: JSONRequestBody, Sendable {
+        static let members: StrictJSON.Members? = StrictJSON.Members(["customStatus"])
+        var customStatus: CustomStatusChange
+
+        init(customStatus: CustomStatusChange) {
+            self.customStatus = customStatus
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            customStatus = container.contains(.customStatus) ? .set(try container.decodeIfPresent(String.self, forKey: .customStatus)) : .keep
+        }
+
+        private enum CodingKeys: String, CodingKey {
+            case customStatus
+        }
     }
 
     /// A `userIds` body that may be absent (unsubscribe).
-    struct OptionalUserIds: Decodable, Sendable {
+    struct OptionalUserIds: JSONRequestBody, Sendable {
+        static let members: StrictJSON.Members? = StrictJSON.Members(["userIds"])
         var userIds: [String]?
     }
 
     /// The body of `POST /status/query`.
-    struct BackendQuery: Decodable, Sendable {
+    struct BackendQuery: JSONRequestBody, Sendable {
+        static let members: StrictJSON.Members? = StrictJSON.Members(["userIds", "detail"])
         var userIds: [String]
         var detail: Bool?
     }
 
     /// The body of a device login.
-    struct Login: Decodable, Sendable {
+    struct Login: JSONRequestBody, Sendable {
+        static let members: StrictJSON.Members? = StrictJSON.Members(["platform"])
         var platform: String
     }
 
     /// The body of a kick.
-    struct Kick: Decodable, Sendable {
+    struct Kick: JSONRequestBody, Sendable {
+        static let members: StrictJSON.Members? = StrictJSON.Members(["deviceId"])
         var deviceId: String?
     }
 
@@ -122,7 +140,7 @@ struct StatusRoutes: Sendable {
 
     private func device(_ request: Request, _ context: some RequestContext) async throws -> (AppRecord, String, String) {
         let (app, userId) = try await services.user(request, context)
-        let deviceId = try Identifiers.deviceId(context.parameters.require("deviceId"))
+        let deviceId = try Identifiers.deviceId(pathSegment: context.parameters.require("deviceId"))
         return (app, userId, deviceId)
     }
 }

@@ -6,7 +6,8 @@ struct UserRoutes: Sendable {
     let services: ServerServices
 
     /// The body of `POST /users/{userId}/tokens`.
-    struct TokenRequest: Decodable, Sendable {
+    struct TokenRequest: JSONRequestBody, Sendable {
+        static let members: StrictJSON.Members? = StrictJSON.Members(["ttlSeconds"])
         var ttlSeconds: Int?
     }
 

@@ -19,9 +19,14 @@ struct StatusOperations: Sendable {
     static let backendQueryLimit = 500
 
     /// setSelfStatus: unlimited, any plan; notifies (subscribers, and the webhook's `customStatusChange`) only when
-    /// something changed.
-    func setSelfStatus(app: AppRecord, userId: String, customStatus: String?) async throws -> UserStatus {
-        let value = try RequestRules.customStatus(customStatus, maxBytes: app.config.customStatusMaxBytes)
+    /// something changed. A custom status left out (``CustomStatusChange/keep``) is kept: the call then only counts as
+    /// activity and answers the status.
+    func setSelfStatus(app: AppRecord, userId: String, customStatus: CustomStatusChange) async throws -> UserStatus {
+        let value: String?
+        switch customStatus {
+        case .keep: value = nil
+        case .set(let text): value = try RequestRules.customStatus(text, maxBytes: app.config.customStatusMaxBytes)
+        }
         // One round trip: the script stores the value and publishes the change, and the app's log of recent changes
         // is written in the same pipeline while some node holds an `all`/`roles:` session of the app (only they
         // need it); statusType does not move, so the online index is not touched.
@@ -29,6 +34,7 @@ struct StatusOperations: Sendable {
             appId: app.appId,
             userId: userId,
             value: value,
+            keep: customStatus == .keep,
             keepMs: app.logsRecentChanges ? recorder.keepMs(app.config) : nil
         )
         let status = result.reply.status

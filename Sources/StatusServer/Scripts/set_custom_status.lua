@@ -3,7 +3,8 @@
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script. The presence index is not touched:
 -- statusType never changes here.
 -- KEYS: status, profile, devices
--- ARGV: value ('' clears), appId, userId, user channel, app slot channel (docs/bus.md)
+-- ARGV: value ('' clears), appId, userId, user channel, app slot channel (docs/bus.md), keep ('1': the request left
+-- customStatus out, so it stays as it is)
 -- Reply: {changed (0|1), <status reply>} or error USER_NOT_FOUND.
 --
 -- The status hash is read once, with its read copy of the profile and the devices (lib.lua `write_read_copy`), and
@@ -28,7 +29,7 @@ if s[1] == 'online' then
     writes[#writes + 1] = s[3]
 end
 local changed = 0
-if (s[2] or '') ~= ARGV[1] then
+if ARGV[6] ~= '1' and (s[2] or '') ~= ARGV[1] then
     changed = 1
     -- bump_version, folded into the one write.
     s[4] = string.format('%d', (tonumber(s[4]) or 0) + 1)

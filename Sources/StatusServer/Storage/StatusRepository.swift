@@ -174,14 +174,15 @@ struct StatusRepository: Sendable {
         return devices
     }
 
-    /// SPEC §4 setSelfStatus; `nil` clears. The script publishes the change itself; the app's log of recent changes
-    /// (kept `keepMs`; `nil` when no node needs it) is written in the same round trip.
-    func setCustomStatus(appId: String, userId: String, value: String?, keepMs: Int64?) async throws -> WriteResult {
+    /// SPEC §4 setSelfStatus; `nil` clears, `keep` leaves the custom status as it is. The script publishes the change
+    /// itself; the app's log of recent changes (kept `keepMs`; `nil` when no node needs it) is written in the same
+    /// round trip.
+    func setCustomStatus(appId: String, userId: String, value: String?, keep: Bool = false, keepMs: Int64?) async throws -> WriteResult {
         let user = RedisKeys(appId: appId).user(userId)
         let replies = try await redis.pipeline(
             script: scripts.setCustomStatus,
             keys: [user.status, user.profile, user.devices],
-            arguments: [value ?? "", appId, userId] + BusChannels.statusArguments(appId, userId),
+            arguments: [value ?? "", appId, userId] + BusChannels.statusArguments(appId, userId) + [keep ? "1" : "0"],
             then: keepMs.map { RecentChanges.record(appId: appId, userId: userId, nowMs: WallClock.nowMs(), keepMs: $0) } ?? []
         )
         let reply = try Self.values(replies[0])

@@ -13,7 +13,8 @@ struct UserProfile: Sendable, Hashable, Codable {
 }
 
 /// The body of `PUT /users/{userId}`.
-struct UserProfileInput: Sendable, Decodable {
+struct UserProfileInput: Sendable, JSONRequestBody {
+    static let members: StrictJSON.Members? = StrictJSON.Members(["name", "role", "tags", "metadata", "lastSeenPrivacy"])
     var name: String?
     var role: String?
     var tags: [String]?
@@ -32,7 +33,7 @@ struct UserProfileInput: Sendable, Decodable {
 
     /// Checks SPEC §1's limits: `name` ≤ 256 bytes, `role` ≤ 64 bytes, `tags` ≤ 32 strings of ≤ 64 bytes, `metadata` an
     /// object (or null, meaning none) of ≤ 8 KiB encoded and ≤ 16 levels deep (the object itself is level 1). The body's
-    /// nesting was already bounded before decoding (``JSONNesting``), so these checks run on a small value.
+    /// nesting was already bounded before decoding (``StrictJSON``), so these checks run on a small value.
     func validated() throws(StatusError) -> UserProfileInput {
         if let name, name.utf8.count > Limits.nameBytes { throw StatusError(.invalidRequest, "name is longer than 256 bytes") }
         if let role, role.utf8.count > Limits.roleBytes { throw StatusError(.invalidRequest, "role is longer than 64 bytes") }

@@ -7,12 +7,23 @@ import StatusCore
 struct DeviceRequestHandler: Sendable {
     let services: ServerServices
 
-    /// A request frame. `customStatus` absent and `null` both clear.
+    /// A request frame. For `setSelfStatus`, `customStatus` absent keeps it, `null` or `""` clears it (SPEC §4).
     struct Frame: Decodable {
         var id: JSONValue?
         var op: String?
         var customStatus: String?
         var userIds: [String]?
+
+        /// The members each op's frame may have (SPEC §7: unknown fields are `INVALID_REQUEST`); a field added to an
+        /// op goes here too.
+        static let members: [String: StrictJSON.Members] = [
+            "setSelfStatus": StrictJSON.Members(["id", "op", "customStatus"]),
+            "getUserStatus": StrictJSON.Members(["id", "op", "userIds"]),
+            "subscribeUserStatus": StrictJSON.Members(["id", "op", "userIds"]),
+            "unsubscribeUserStatus": StrictJSON.Members(["id", "op", "userIds"]),
+            "heartbeat": StrictJSON.Members(["id", "op"]),
+            "logout": StrictJSON.Members(["id", "op"]),
+        ]
     }
 
     /// What the session must do after answering.
@@ -33,6 +44,16 @@ struct DeviceRequestHandler: Sendable {
             return (DeviceFrames.failure(id: id, StatusError(.invalidRequest, "a frame must be a JSON object with id and op")), .keepOpen)
         }
         let id = fields["id"] ?? .null
+        let op = fields["op"].flatMap { if case .string(let op) = $0 { op } else { nil } }
+        do {
+            // Strict RFC 8259, as for HTTP bodies; an unknown op is answered below.
+            let members = op.flatMap { Frame.members[$0] }
+            try message.withUnsafeReadableBytes { bytes throws(StatusError) in
+                try StrictJSON.validate(bytes, maxDepth: JSONValue.maxDecodingDepth, members: members)
+            }
+        } catch {
+            return (DeviceFrames.failure(id: id, ErrorMiddleware<StatusRequestContext>.statusError(for: error)), .keepOpen)
+        }
         guard let frame = try? JSONCoding.decoder.decode(Frame.self, from: data) else {
             return (DeviceFrames.failure(id: id, StatusError(.invalidRequest, "wrong field types")), .keepOpen)
         }
@@ -41,7 +62,8 @@ struct DeviceRequestHandler: Sendable {
             let operations = services.operations
             switch frame.op {
             case "setSelfStatus":
-                let status = try await operations.setSelfStatus(app: app, userId: session.userId, customStatus: frame.customStatus)
+                let change: CustomStatusChange = fields["customStatus"] == nil ? .keep : .set(frame.customStatus)
+                let status = try await operations.setSelfStatus(app: app, userId: session.userId, customStatus: change)
                 return (try success(id, status), .keepOpen)
             case "getUserStatus":
                 return (try success(id, try await operations.getUserStatus(app: app, userId: session.userId, userIds: try ids(frame))), .keepOpen)

@@ -31,6 +31,8 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
     let responder: HTTPChannelHandler.Responder
     let gateway: DeviceGateway
     let http: HTTP1Channel.Configuration
+    /// How long one request may take to arrive whole (``RequestDeadlineHandler``).
+    let requestTimeout: TimeAmount
 
     /// Write-buffer water marks of a device socket: past `high` bytes not yet taken by the kernel, events wait in the
     /// session's bounded backlog instead.
@@ -70,6 +72,15 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
             configuration.decoderConfiguration.maxHeaderFieldCount = http.httpDecoder.maxHeaderFieldCount
             let outcome = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
             try MalformedRequestHandler.install(in: channel.pipeline.syncOperations)
+            // Every request, the first one included, is bounded from its first byte; a device session, which carries
+            // frames and has its own heartbeat timeout, is not.
+            let deadline = RequestDeadlineHandler(timeout: requestTimeout)
+            try channel.pipeline.syncOperations.addHandler(deadline, position: .first)
+            let loopBound = NIOLoopBound(deadline, eventLoop: channel.eventLoop)
+            outcome.whenSuccess { outcome in
+                guard case .device = outcome else { return }
+                channel.pipeline.syncOperations.removeHandler(loopBound.value, promise: nil)
+            }
             // A connection that never completes its first request is closed after the idle timeout too (HTTP's own
             // idle handling starts only once the first request is read).
             if let idleTimeout = http.idleTimeout {
