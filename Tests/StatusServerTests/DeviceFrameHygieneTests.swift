@@ -30,14 +30,15 @@ import Testing
                 try await device.sendRaw(#"{"id":"broken","op":"getUserStatus","userIds":["alice"#)
                 let broken = try await device.next { $0["id"] == "broken" }
                 #expect(broken["error"]["code"] == "INVALID_REQUEST")
-                // The frame is level 1: 63 more levels are accepted, 64 more refused, for arrays and objects alike.
+                // The frame is level 1: 63 more levels pass the depth rule (the frame is then refused for its unknown
+                // field), 64 more are refused for their depth, for arrays and objects alike, each with its id.
                 for (name, open, close) in [("array", "[", "]"), ("object", #"{"a":"#, "}")] {
-                    for (extra, accepted) in [(63, true), (64, false)] {
+                    for (extra, refusal) in [(63, "unknown field"), (64, "nested deeper")] {
                         let id = "\(name)-\(extra)"
                         let value = String(repeating: open, count: extra) + "1" + String(repeating: close, count: extra)
                         try await device.sendRaw(#"{"id":"\#(id)","op":"heartbeat","x":\#(value)}"#)
                         let reply = try await device.next { $0["id"].string == id }
-                        #expect(reply["ok"] == .bool(accepted), "\(id): \(reply)")
+                        #expect(reply["error"]["message"].string?.contains(refusal) == true, "\(id): \(reply)")
                     }
                 }
             }

@@ -36,12 +36,18 @@ struct DeviceRequestHandler: Sendable {
     /// Handles one text message and returns the reply frame to send.
     func handle(_ message: ByteBuffer, session: DeviceSession) async -> (reply: String, after: After) {
         let data = Data(message.readableBytesView)
-        // One depth rule for objects and arrays alike, checked before any decoder recurses.
-        guard JSONNesting.depth(of: message.readableBytesView, limit: JSONValue.maxDecodingDepth) != nil,
-            case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: data)
-        else {
+        // Strict RFC 8259 with one depth rule for objects and arrays alike, checked before any decoder recurses; a
+        // frame refused here is still answered with its id when that can be read.
+        do {
+            try message.withUnsafeReadableBytes { bytes throws(StatusError) in
+                try StrictJSON.validate(bytes, maxDepth: JSONValue.maxDecodingDepth, members: nil)
+            }
+        } catch {
             let id = RequestIdPeek.id(in: message.readableBytesView) ?? .null
-            return (DeviceFrames.failure(id: id, StatusError(.invalidRequest, "a frame must be a JSON object with id and op")), .keepOpen)
+            return (DeviceFrames.failure(id: id, ErrorMiddleware<StatusRequestContext>.statusError(for: error)), .keepOpen)
+        }
+        guard case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: data) else {
+            return (DeviceFrames.failure(id: .null, StatusError(.invalidRequest, "a frame must be a JSON object with id and op")), .keepOpen)
         }
         let id = fields["id"] ?? .null
         let op = fields["op"].flatMap { if case .string(let op) = $0 { op } else { nil } }
