@@ -243,7 +243,9 @@ struct ModelRun {
     static func events(_ frames: [String]) -> [(String, Int64)] {
         var result: [(String, Int64)] = []
         for text in frames {
-            guard let frame = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)), frame["event"] == "onUserStatusChanged" else { continue }
+            guard let frame = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)), frame["event"] == "onUserStatusChanged" else {
+                continue
+            }
             for status in frame["statuses"].array {
                 if let userId = status["userId"].string, let version = status["version"].int { result.append((userId, version)) }
             }
