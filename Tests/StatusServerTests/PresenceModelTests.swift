@@ -104,6 +104,8 @@ struct ModelRun {
                 framesChecked[key] = 0
                 baselines[key] = [:]
                 log.append("connect \(key)")
+                // A device is told of changes from its welcome on (what it missed before, a snapshot would bring).
+                before = try await versions()
             }
         case 2, 3:
             let value = "s\(counter)"

@@ -23,6 +23,15 @@ enum Metrics {
     /// Sessions closed after a bus gap because their device was removed meanwhile (a missed kick, logout, replacement
     /// or deletion).
     static let auditedDevices = Counter(label: "statusd_gap_closed_sessions_total")
+    static let departureLagLabel = "statusd_departure_lag_seconds"
+    /// Presence accuracy: the time from a device's last inbound byte to its departure being filed in Redis, by why it
+    /// went (`disconnect`: the socket closed; `timeout`: silent past the heartbeat timeout; `slow`: cut off behind).
+    /// The time its watchers saw it online although it was gone is at most this.
+    static let departureLag = [
+        "disconnect": Timer(label: departureLagLabel, dimensions: [("reason", "disconnect")]),
+        "timeout": Timer(label: departureLagLabel, dimensions: [("reason", "timeout")]),
+        "slow": Timer(label: departureLagLabel, dimensions: [("reason", "slow")]),
+    ]
     /// Calls rejected by the rate limit.
     static let rateLimited = Counter(label: "statusd_rate_limited_total")
     /// Redis errors seen by request handlers.

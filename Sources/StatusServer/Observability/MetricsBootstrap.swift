@@ -17,6 +17,12 @@ enum MetricsBootstrap {
                 .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
                 .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
             ]
+            // Presence accuracy: from a device's last inbound byte to its departure being filed, up to the heartbeat
+            // timeouts apps choose (400 s by default).
+            factory.durationHistogramBuckets[Metrics.departureLagLabel] = [
+                .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5),
+                .seconds(10), .seconds(30), .seconds(60), .seconds(120), .seconds(300), .seconds(600),
+            ]
             MetricsSystem.bootstrap(factory)
             current = registry
             return registry

@@ -225,6 +225,10 @@ struct DeviceGateway: Sendable {
                     delivered: delivered
                 )
             }
+            if departure != nil {
+                let reason = ending == .timedOut ? "timeout" : ending == .tooSlow ? "slow" : "disconnect"
+                Metrics.departureLag[reason]?.recordMilliseconds(session.silenceMs)
+            }
             // Only once the departure is filed: until then the node's device list lets its reconciliation file it.
             try await services.nodeDevices.remove(session)
         } catch {
