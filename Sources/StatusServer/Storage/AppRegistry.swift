@@ -37,10 +37,11 @@ final class AppRegistry: Sendable {
         let raw = try JSONCoding.string(config)
         let digest = Self.digest(apiKey)
         let keys = RedisKeys(appId: appId)
+        let createdAt = String(WallClock.nowMs())
         let created = try await redis.evalScript(
             scripts.appCreate,
             keys: [keys.app, keys.deletionTombstone],
-            arguments: [raw, digest, secret, String(WallClock.nowMs())]
+            arguments: [raw, digest, secret, createdAt]
         )
         switch created.int {
         case 1: break
@@ -48,7 +49,8 @@ final class AppRegistry: Sendable {
         default: throw StatusError(.appExists, "app \(appId) exists")
         }
         _ = try await redis.pipeline([["SET", RedisKeys.apiKey(digest: digest), appId], ["SADD", RedisKeys.apps, appId]])
-        let record = AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
+        var record = AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
+        record.generation = createdAt
         store(record, for: appId)
         return (record, apiKey)
     }
@@ -144,13 +146,14 @@ final class AppRegistry: Sendable {
 
     private func fetch(_ appId: String) async throws -> AppRecord? {
         let keys = RedisKeys(appId: appId)
-        let replies = try await redis.pipeline([["HMGET", keys.app, "config", "key", "secret"], ["EXISTS", keys.appWideListeners]])
-        guard let values = replies[0].array, values.count == 3, let raw = values[0].string, let digest = values[1].string,
+        let replies = try await redis.pipeline([["HMGET", keys.app, "config", "key", "secret", "createdAt"], ["EXISTS", keys.appWideListeners]])
+        guard let values = replies[0].array, values.count == 4, let raw = values[0].string, let digest = values[1].string,
             let secret = values[2].string
         else { return nil }
         let config = try JSONCoding.decoder.decode(AppConfig.self, from: Data(raw.utf8))
         var record = AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
         record.logsRecentChanges = replies[1].int == 1
+        record.generation = values[3].string ?? ""
         return record
     }
 

@@ -18,13 +18,19 @@ struct ScriptLibrary: Sendable {
     let appDeleteClaim: RedisScript
     let appDeleteFinish: RedisScript
     let statusReadCopy: RedisScript
+    let webhookEnqueue: RedisScript
+    let webhookTake: RedisScript
+    let webhookSettle: RedisScript
+    let webhookRetry: RedisScript
+    let webhookIndexAdd: RedisScript
+    let webhookIndexRemove: RedisScript
 
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
         [
             setCustomStatus, deviceConnect, deviceHeartbeat, devicesRemove, subscribe, unsubscribe, queryRateLimit, presenceIndex,
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
-            statusReadCopy,
+            statusReadCopy, webhookEnqueue, webhookTake, webhookSettle, webhookRetry, webhookIndexAdd, webhookIndexRemove,
         ]
     }
 
@@ -49,7 +55,13 @@ struct ScriptLibrary: Sendable {
             appDeleteMark: try script("app_delete_mark"),
             appDeleteClaim: try script("app_delete_claim"),
             appDeleteFinish: try script("app_delete_finish"),
-            statusReadCopy: try script("status_read_copy")
+            statusReadCopy: try script("status_read_copy"),
+            webhookEnqueue: try script("webhook_enqueue"),
+            webhookTake: try script("webhook_take"),
+            webhookSettle: try script("webhook_settle"),
+            webhookRetry: try script("webhook_retry"),
+            webhookIndexAdd: try script("webhook_index_add"),
+            webhookIndexRemove: try script("webhook_index_remove")
         )
     }
 
