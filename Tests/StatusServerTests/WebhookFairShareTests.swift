@@ -35,13 +35,23 @@ struct WebhookFairShareTests {
     @Test func anAppWithNothingDueRestsUntilItMayHaveSome() {
         var share = WebhookFairShare(total: 8, perApp: 2)
         share.started("retrying", count: 0)
-        share.rest("retrying", until: now + .milliseconds(500))
+        share.rest("retrying", until: now + .milliseconds(500), mark: share.mark("retrying"))
         #expect(share.plan(apps: ["retrying", "other"], now: now).map(\.appId) == ["other"])
         #expect(share.plan(apps: ["retrying"], now: now + .milliseconds(500)).map(\.appId) == ["retrying"])
-        share.rest("retrying", until: now + .seconds(10))
+        share.rest("retrying", until: now + .seconds(10), mark: share.mark("retrying"))
         share.started("retrying", count: 1)
         share.finished("retrying")
         #expect(share.plan(apps: ["retrying"], now: now).map(\.appId) == ["retrying"], "a finished delivery may leave a retry due")
+    }
+
+    @Test func aTakeThatOverlappedAFinishedDeliveryDoesNotRest() {
+        var share = WebhookFairShare(total: 8, perApp: 2)
+        share.started("app", count: 1)
+        let mark = share.mark("app")
+        // The take ran while the delivery was still leased, and the delivery finished before its answer came back.
+        share.finished("app")
+        share.rest("app", until: now + .seconds(10), mark: mark)
+        #expect(share.plan(apps: ["app"], now: now).map(\.appId) == ["app"])
     }
 
     @Test func slotsComeBackWhenDeliveriesFinish() {

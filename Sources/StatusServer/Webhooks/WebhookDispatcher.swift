@@ -17,13 +17,15 @@ import Synchronization
 /// ``WebhookDispatchSettings/maxAttempts``; an app deleted (or deleted and created again) or without a webhook has its
 /// event dropped. A node that dies mid-delivery leaves its leased events to come back when the lease ends.
 ///
-/// Redis is polled (no blocking reads), so the dispatcher never holds a shared pipelined connection; it waits for the
-/// deliveries in flight when the node shuts down.
+/// Redis is polled (no blocking reads), so the dispatcher never holds a shared pipelined connection: every
+/// ``WebhookDispatchSettings/idlePoll``, or at once when an event is queued on this node or a delivery finishes
+/// (``WebhookWakeup``). It waits for the deliveries in flight when the node shuts down.
 struct WebhookDispatcher: Service {
     let apps: AppRegistry
     let queue: WebhookAppQueue
     let index: WebhookAppIndex
     let redis: RedisClient
+    let wakeup: WebhookWakeup
     let settings: WebhookDispatchSettings
     let logger: Logger
 
@@ -33,6 +35,7 @@ struct WebhookDispatcher: Service {
         self.queue = services.webhooks.queue
         self.index = services.webhooks.index
         self.redis = services.redis
+        self.wakeup = services.webhooks.wakeup
         self.settings = settings
         self.logger = services.logger
     }
@@ -57,6 +60,7 @@ struct WebhookDispatcher: Service {
                         group.addTask {
                             await deliver(job, with: sender)
                             share.withLock { $0.finished(job.appId) }
+                            wakeup.signal()
                         }
                     }
                     if failing {
@@ -69,7 +73,7 @@ struct WebhookDispatcher: Service {
                         failing = true
                     }
                 }
-                if started == 0 { try? await Task.sleep(for: share.withLock { $0.free } > 0 ? settings.idlePoll : .milliseconds(20)) }
+                if started == 0 { await wakeup.wait(upTo: settings.idlePoll) }
             }
         }
         do {
@@ -94,11 +98,12 @@ struct WebhookDispatcher: Service {
         }
         var jobs: [WebhookJob] = []
         for (appId, count) in plan {
+            let mark = share.withLock { $0.mark(appId) }
             let take = try await queue.take(appId, limit: count, lease: settings.lease)
             share.withLock { share in
                 share.started(appId, count: take.jobs.count)
                 if take.jobs.isEmpty, let wait = take.nextDue {
-                    share.rest(appId, until: now + min(wait, settings.maxSkip))
+                    share.rest(appId, until: ContinuousClock.now + min(wait, settings.maxSkip), mark: mark)
                 }
             }
             if take.left == 0, let score = scores[appId] {

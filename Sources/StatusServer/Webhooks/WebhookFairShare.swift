@@ -14,6 +14,8 @@ struct WebhookFairShare: Sendable {
     private(set) var busy = 0
     /// Apps with nothing due, and until when they are left alone.
     private var resting: [String: ContinuousClock.Instant] = [:]
+    /// Deliveries finished per app (with deliveries in flight or resting), to tell whether one finished during a take.
+    private var finishes: [String: Int] = [:]
     /// The app served last; the next round starts after it.
     private var last: String?
 
@@ -61,15 +63,24 @@ struct WebhookFairShare: Sendable {
         inFlight[appId] = remaining > 0 ? remaining : nil
         busy = max(0, busy - 1)
         resting[appId] = nil
+        finishes[appId, default: 0] += 1
     }
 
-    /// The app had nothing due: leave it alone until `until`.
-    mutating func rest(_ appId: String, until: ContinuousClock.Instant) {
+    /// What to pass to ``rest(_:until:mark:)`` for a take of `appId` that starts now.
+    func mark(_ appId: String) -> Int {
+        finishes[appId] ?? 0
+    }
+
+    /// A take that started at `mark` found nothing due for the app: leave it alone until `until`, unless one of its
+    /// deliveries finished since (the take may have seen that event still leased; it may have a retry due now).
+    mutating func rest(_ appId: String, until: ContinuousClock.Instant, mark: Int) {
+        guard (finishes[appId] ?? 0) == mark else { return }
         resting[appId] = until
     }
 
-    /// Forgets the resting marks of apps no longer indexed, so the map does not outgrow the index.
+    /// Forgets what is kept of apps no longer indexed and idle here, so the maps do not outgrow the index.
     mutating func prune(keeping apps: Set<String>) {
         resting = resting.filter { apps.contains($0.key) }
+        finishes = finishes.filter { apps.contains($0.key) || inFlight[$0.key] != nil }
     }
 }

@@ -10,6 +10,8 @@ struct WebhookQueue: Sendable {
     let index: WebhookAppIndex
     /// The most undelivered events one app may have; past it the oldest are dropped.
     let maxPendingPerApp: Int
+    /// Wakes this node's dispatcher when an event is queued here.
+    let wakeup = WebhookWakeup()
     let logger: Logger
 
     init(redis: RedisClient, scripts: ScriptLibrary, maxPendingPerApp: Int, logger: Logger) {
@@ -62,6 +64,7 @@ struct WebhookQueue: Sendable {
             // After the event, never before: a dispatcher that finds the queue empty removes the app only if this
             // addition has not happened yet, and then it happens after the removal.
             if enqueued.first { try await index.add(app.appId) }
+            wakeup.signal()
         } catch {
             logger.warning("webhook enqueue failed", metadata: ["appId": "\(app.appId)", "error": "\(error)"])
         }
