@@ -51,10 +51,8 @@ struct HousekeepingService: Service {
             await guarded("lease renewal") {
                 if try await registry.renew() == .lost { refileChecks.value.store(3, ordering: .relaxed) }
                 let now = ContinuousClock.now
-                if let lastRenewal {
-                    let lag = max(.zero, now - lastRenewal - period)
-                    Metrics.leaseRenewalLag.record(Double(lag.inMilliseconds) / 1000)
-                }
+                let lag = lastRenewal.map { max(.zero, now - $0 - period) } ?? .zero
+                Metrics.leaseRenewalLag.record(Double(lag.inMilliseconds) / 1000)
                 lastRenewal = now
             }
             next = max(next + period, ContinuousClock.now)
