@@ -167,6 +167,27 @@ import Testing
         await redis.close()
     }
 
+    @Test func eventsLeftInTheSharedQueueOfAnEarlierVersionAreDelivered() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "webhook-test"))
+        let receiver = WebhookReceiver()
+        try await receiver.run { url in
+            let appId = try await withStatusd { api in try await api.createApp(config: Self.webhookConfig(url)).appId }
+            // What an earlier version left behind: a stream entry and a scheduled retry.
+            let fresh = Self.eventBody(appId: appId, deviceId: "legacy-stream")
+            _ = try await redis.send("XADD", WebhookLegacyQueue.stream, "*", "app", appId, "body", fresh, "attempt", "0")
+            let retried = Self.eventBody(appId: appId, deviceId: "legacy-retry")
+            let member = try JSONCoding.string(["id": "1-0", "app": appId, "body": retried])
+            _ = try await redis.send("ZADD", WebhookLegacyQueue.retries, "0", member)
+            try await withStatusd { _ in
+                _ = try await receiver.event { $0["deviceId"] == "legacy-stream" }
+                _ = try await receiver.event { $0["deviceId"] == "legacy-retry" }
+            }
+            #expect(try await redis.send("EXISTS", WebhookLegacyQueue.stream).int == 0)
+            #expect(try await redis.send("EXISTS", WebhookLegacyQueue.retries).int == 0)
+        }
+        await redis.close()
+    }
+
     @Test func retryPendingWhenANodeStopsIsDeliveredByTheNextNode() async throws {
         let receiver = WebhookReceiver(fallback: .init(status: .serviceUnavailable))
         try await receiver.run { url in

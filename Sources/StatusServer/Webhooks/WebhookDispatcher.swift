@@ -26,6 +26,7 @@ struct WebhookDispatcher: Service {
     let index: WebhookAppIndex
     let redis: RedisClient
     let wakeup: WebhookWakeup
+    let legacy: WebhookLegacyQueue
     let settings: WebhookDispatchSettings
     let logger: Logger
 
@@ -36,6 +37,7 @@ struct WebhookDispatcher: Service {
         self.index = services.webhooks.index
         self.redis = services.redis
         self.wakeup = services.webhooks.wakeup
+        self.legacy = WebhookLegacyQueue(redis: services.redis, queue: services.webhooks, logger: services.logger)
         self.settings = settings
         self.logger = services.logger
     }
@@ -51,6 +53,7 @@ struct WebhookDispatcher: Service {
                 var started = 0
                 do {
                     if ContinuousClock.now >= nextReindex {
+                        try await legacy.drain()
                         try await reindex()
                         nextReindex = ContinuousClock.now + settings.reindexEvery
                     }
@@ -115,7 +118,7 @@ struct WebhookDispatcher: Service {
     }
 
     /// Puts back in the index every app that has queued events and is missing from it (its addition failed after its
-    /// event was queued). Visits every app, so it runs rarely.
+    /// event was queued). Visits every app, so it runs rarely; the queue of an earlier version is emptied first.
     private func reindex() async throws {
         let indexed = Set(try await index.apps().map(\.appId))
         let all = try await apps.allAppIds().filter { !indexed.contains($0) }
