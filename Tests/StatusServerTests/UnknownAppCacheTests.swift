@@ -1,4 +1,5 @@
 import Foundation
+import JWTKit
 import Logging
 import RedisClient
 import StatusCore
@@ -25,6 +26,30 @@ import Testing
             // One more lookup of each is allowed when the loop crosses the 500 ms lifetime.
             #expect(after - before <= 2)
         }
+        await redis.close()
+    }
+
+    @Test func repeatedTokensNamingAMadeUpAppCostNoRedisCommands() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "unknown-app"))
+        guard try await !redis.isCluster() else { return }
+        let services = try ServerServices(
+            configuration: ServerConfiguration(redis: try TestRedis.configuration, adminKey: "unused"),
+            redis: redis,
+            logger: Logger(label: "unknown-app")
+        )
+        let claims = UserTokenClaims(
+            sub: .init(value: "alice"),
+            app: "made-up-" + UUID().uuidString.prefix(8).lowercased(),
+            exp: .init(value: Date().addingTimeInterval(3600)),
+            gen: "g"
+        )
+        let token = try await JWTKeyCollection().add(hmac: HMACKey(from: String(repeating: "s", count: 64)), digestAlgorithm: .sha256).sign(claims)
+        await #expect(throws: StatusError.self) { try await services.tokens.verify(token) }
+        let before = try await Self.lookups(redis)
+        for _ in 0..<100 {
+            await #expect(throws: StatusError.self) { try await services.tokens.verify(token) }
+        }
+        #expect(try await Self.lookups(redis) - before <= 1)
         await redis.close()
     }
 
