@@ -18,6 +18,9 @@ struct WebhookDispatchSettings: Sendable {
     var maxAttempts = 15
     /// How long the dispatcher waits before looking again when it found nothing to do.
     var idlePoll: Duration = .milliseconds(100)
+    /// How long a read of the index of apps with queued events is used for the rounds that follow (started by finished
+    /// deliveries) before it is read again; an event queued on this node makes it be read again at once.
+    var indexFreshness: Duration = .milliseconds(20)
     /// The longest an app whose events are all in flight or waiting for a retry is left unvisited: an event queued for
     /// it meanwhile waits no longer than this.
     var maxSkip: Duration = .milliseconds(500)

@@ -49,6 +49,7 @@ struct WebhookDispatcher: Service {
         await withDiscardingTaskGroup { group in
             var failing = false
             var nextReindex = ContinuousClock.now
+            var view = IndexView()
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
                 var started = 0
                 do {
@@ -57,7 +58,8 @@ struct WebhookDispatcher: Service {
                         try await reindex()
                         nextReindex = ContinuousClock.now + settings.reindexEvery
                     }
-                    let jobs = try await nextJobs(share)
+                    if wakeup.takeEnqueued() { view.read = nil }
+                    let jobs = try await nextJobs(share, view: &view)
                     started = jobs.count
                     for job in jobs {
                         group.addTask {
@@ -88,17 +90,27 @@ struct WebhookDispatcher: Service {
 
     // MARK: Reading
 
+    /// The index as last read: the apps (in appId order) and their scores.
+    private struct IndexView {
+        var apps: [String] = []
+        var scores: [String: String] = [:]
+        var read: ContinuousClock.Instant?
+    }
+
     /// One round: the indexed apps, and from each app whose turn it is as many due events as it may take. An app found
-    /// with an empty queue leaves the index; one with nothing due now rests.
-    private func nextJobs(_ share: SharedFairShare) async throws -> [WebhookJob] {
+    /// with an empty queue leaves the index; one with nothing due now rests. The index is read again once it is older
+    /// than ``WebhookDispatchSettings/indexFreshness``, so rounds started by finished deliveries under load reuse it.
+    private func nextJobs(_ share: SharedFairShare, view: inout IndexView) async throws -> [WebhookJob] {
         guard share.withLock({ $0.free }) > 0 else { return [] }
-        let indexed = try await index.apps()
-        let scores = Dictionary(indexed.map { ($0.appId, $0.score) }, uniquingKeysWith: { $1 })
         let now = ContinuousClock.now
-        let plan = share.withLock { share in
-            share.prune(keeping: Set(scores.keys))
-            return share.plan(apps: Array(scores.keys), now: now)
+        if view.read.map({ now - $0 >= settings.indexFreshness }) ?? true {
+            let indexed = try await index.apps()
+            view.scores = Dictionary(indexed.map { ($0.appId, $0.score) }, uniquingKeysWith: { $1 })
+            view.apps = view.scores.keys.sorted()
+            view.read = now
+            share.withLock { $0.prune(keeping: Set(view.apps)) }
         }
+        let plan = share.withLock { $0.plan(apps: view.apps, now: now) }
         var jobs: [WebhookJob] = []
         for (appId, count) in plan {
             let mark = share.withLock { $0.mark(appId) }
@@ -109,8 +121,10 @@ struct WebhookDispatcher: Service {
                     share.rest(appId, until: ContinuousClock.now + min(wait, settings.maxSkip), mark: mark)
                 }
             }
-            if take.left == 0, let score = scores[appId] {
+            if take.left == 0, let score = view.scores[appId] {
                 try await index.remove(appId, seenScore: score)
+                view.scores[appId] = nil
+                view.apps.removeAll { $0 == appId }
             }
             jobs += take.jobs
         }

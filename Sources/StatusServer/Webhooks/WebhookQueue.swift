@@ -64,7 +64,7 @@ struct WebhookQueue: Sendable {
             // After the event, never before: a dispatcher that finds the queue empty removes the app only if this
             // addition has not happened yet, and then it happens after the removal.
             if enqueued.first { try await index.add(app.appId) }
-            wakeup.signal()
+            wakeup.signalEnqueued()
         } catch {
             logger.warning("webhook enqueue failed", metadata: ["appId": "\(app.appId)", "error": "\(error)"])
         }

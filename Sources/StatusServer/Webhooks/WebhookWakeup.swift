@@ -4,10 +4,22 @@ import Synchronization
 /// here, or a delivery finished (a slot is free). Events queued on other nodes are found by the poll.
 final class WebhookWakeup: Sendable {
     private let pending = Atomic<Bool>(false)
+    private let enqueued = Atomic<Bool>(false)
 
     /// There may be work.
     func signal() {
         pending.store(true, ordering: .releasing)
+    }
+
+    /// An event was queued here: the app may be new to the index, which the dispatcher then reads again at once.
+    func signalEnqueued() {
+        enqueued.store(true, ordering: .releasing)
+        signal()
+    }
+
+    /// Whether an event was queued here since the last call.
+    func takeEnqueued() -> Bool {
+        enqueued.exchange(false, ordering: .acquiringAndReleasing)
     }
 
     /// Waits up to `timeout`, returning early (within `slice`) once signalled. A local flag is looked at, not Redis.
