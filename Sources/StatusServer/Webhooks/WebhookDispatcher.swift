@@ -114,7 +114,14 @@ struct WebhookDispatcher: Service {
         var jobs: [WebhookJob] = []
         for (appId, count) in plan {
             let mark = share.withLock { $0.mark(appId) }
-            let take = try await queue.take(appId, limit: count, lease: settings.lease)
+            let take: WebhookTake
+            do {
+                take = try await queue.take(appId, limit: count, lease: settings.lease)
+            } catch {
+                // What earlier takes of the round leased is delivered; the error is reported when nothing was.
+                if jobs.isEmpty { throw error }
+                break
+            }
             share.withLock { share in
                 share.started(appId, count: take.jobs.count)
                 if take.jobs.isEmpty, let wait = take.nextDue {
@@ -122,7 +129,8 @@ struct WebhookDispatcher: Service {
                 }
             }
             if take.left == 0, let score = view.scores[appId] {
-                try await index.remove(appId, seenScore: score)
+                // A failed removal leaves the app indexed, to be found empty again.
+                _ = try? await index.remove(appId, seenScore: score)
                 view.scores[appId] = nil
                 view.apps.removeAll { $0 == appId }
             }
