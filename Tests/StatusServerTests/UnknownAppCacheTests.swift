@@ -23,8 +23,9 @@ import Testing
             }
             let after = try await Self.lookups(redis)
             print("app and API key lookups for 100 requests naming a made-up app: \(after - before)")
-            // One more lookup of each is allowed when the loop crosses the 500 ms lifetime.
-            #expect(after - before <= 2)
+            // Uncached, each request costs two (the app, then the key's owner): 200. One more lookup of each is allowed
+            // when the loop crosses the 500 ms lifetime, and a few for other clients of the test server.
+            #expect(after - before < 10)
         }
         await redis.close()
     }
@@ -49,7 +50,7 @@ import Testing
         for _ in 0..<100 {
             await #expect(throws: StatusError.self) { try await services.tokens.verify(token) }
         }
-        #expect(try await Self.lookups(redis) - before <= 1)
+        #expect(try await Self.lookups(redis) - before < 10, "uncached: 100")
         await redis.close()
     }
 
