@@ -12,7 +12,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §8 end to end: statusd nodes on the test Redis POST to a real HTTP receiver on 127.0.0.1. Serialized, because
-/// every node delivers from the one shared stream and one test counts the entries added to it.
+/// timings are asserted and one test takes events over from a node that died.
 @Suite(.serialized) struct WebhookTests {
     static let secret = "whsec-test"
 
@@ -109,18 +109,18 @@ import Testing
             try await withStatusd { api in
                 let app = try await api.createApp()
                 try await app.createUsers(["dave"])
-                let before = try await Self.entriesAdded(redis)
+                let before = try await Self.entriesAdded(redis, appId: app.appId)
                 try await Self.login(app, "dave", "d1")
                 Self.succeed(try await app.call(.post, "/users/dave/devices/d1/logout"))
                 try await Self.login(app, "dave", "d2")
                 Self.succeed(try await app.call(.post, "/users/dave/kick"))
-                #expect(try await Self.entriesAdded(redis) == before)
+                #expect(try await Self.entriesAdded(redis, appId: app.appId) == before)
 
                 // The same steps with a webhook set do queue, so the count above would have seen them.
                 Self.succeed(try await app.admin(.patch, "/v1/apps/\(app.appId)/config", Self.webhookConfig(url)))
                 try await Task.sleep(for: AppRegistry.cacheTTL + .milliseconds(100))
                 try await Self.login(app, "dave", "d3")
-                #expect(try await Self.entriesAdded(redis) == before + 1)
+                #expect(try await Self.entriesAdded(redis, appId: app.appId) == before + 1)
                 _ = try await receiver.event { $0["deviceId"] == "d3" }
             }
         }
@@ -134,13 +134,14 @@ import Testing
             try await withStatusd { api in
                 let app = try await api.createApp(config: Self.webhookConfig(url))
                 Self.succeed(try await app.admin(.patch, "/v1/apps/\(app.appId)/config", ["webhook": nil]))
-                let body = Self.eventBody(appId: app.appId, deviceId: "stale")
-                let id = try #require(try await redis.send("XADD", WebhookQueue.stream, "*", "app", app.appId, "body", body, "attempt", "0").string)
+                try await Self.enqueue(redis, appId: app.appId, body: Self.eventBody(appId: app.appId, deviceId: "stale"))
+                let queue = WebhookAppQueue(redis: redis, scripts: try ScriptLibrary.load())
                 let deadline = ContinuousClock.now + .seconds(5)
-                while try await redis.send("XRANGE", WebhookQueue.stream, id, id).array?.isEmpty == false, ContinuousClock.now < deadline {
+                while try await queue.count(app.appId) > 0, ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(50))
                 }
-                #expect(try await redis.send("XRANGE", WebhookQueue.stream, id, id).array?.isEmpty == true, "the entry is removed")
+                #expect(try await queue.count(app.appId) == 0, "the event is removed")
+                #expect(try await redis.send("XLEN", RedisKeys(appId: app.appId).webhookStream).int == 0)
                 #expect(receiver.requests.isEmpty)
             }
         }
@@ -154,7 +155,7 @@ import Testing
             let appId = try await withStatusd { api in try await api.createApp(config: Self.webhookConfig(url)).appId }
             // No node runs now: queue an event the way WebhookQueue does.
             let body = Self.eventBody(appId: appId, deviceId: "queued-offline")
-            _ = try await redis.send("XADD", WebhookQueue.stream, "*", "app", appId, "body", body, "attempt", "0")
+            try await Self.enqueue(redis, appId: appId, body: body)
             try await withStatusd { _ in
                 let event = try await receiver.event { $0["deviceId"] == "queued-offline" }
                 #expect(event["appId"].string == appId)
@@ -162,6 +163,27 @@ import Testing
                 let (timestamp, mac) = try #require(Self.parse(signature: request.signature ?? ""))
                 #expect(mac == Self.hmac(secret: Self.secret, message: "\(timestamp).\(body)"))
             }
+        }
+        await redis.close()
+    }
+
+    @Test func eventsLeftInTheSharedQueueOfAnEarlierVersionAreDelivered() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "webhook-test"))
+        let receiver = WebhookReceiver()
+        try await receiver.run { url in
+            let appId = try await withStatusd { api in try await api.createApp(config: Self.webhookConfig(url)).appId }
+            // What an earlier version left behind: a stream entry and a scheduled retry.
+            let fresh = Self.eventBody(appId: appId, deviceId: "legacy-stream")
+            _ = try await redis.send("XADD", WebhookLegacyQueue.stream, "*", "app", appId, "body", fresh, "attempt", "0")
+            let retried = Self.eventBody(appId: appId, deviceId: "legacy-retry")
+            let member = try JSONCoding.string(["id": "1-0", "app": appId, "body": retried])
+            _ = try await redis.send("ZADD", WebhookLegacyQueue.retries, "0", member)
+            try await withStatusd { _ in
+                _ = try await receiver.event { $0["deviceId"] == "legacy-stream" }
+                _ = try await receiver.event { $0["deviceId"] == "legacy-retry" }
+            }
+            #expect(try await redis.send("EXISTS", WebhookLegacyQueue.stream).int == 0)
+            #expect(try await redis.send("EXISTS", WebhookLegacyQueue.retries).int == 0)
         }
         await redis.close()
     }
@@ -186,38 +208,32 @@ import Testing
         }
     }
 
-    @Test func entriesOfADeadConsumerAreTakenOver() async throws {
+    @Test func eventsLeasedByANodeThatDiedAreTakenOver() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "webhook-test"))
         let receiver = WebhookReceiver()
         try await receiver.run { url in
             let appId = try await withStatusd { api in try await api.createApp(config: Self.webhookConfig(url)).appId }
-            // A node that read the event and died before delivering it.
-            do {
-                _ = try await redis.send("XGROUP", "CREATE", WebhookQueue.stream, WebhookQueue.group, "0", "MKSTREAM")
-            } catch let error as RedisClientError where error.message.hasPrefix("BUSYGROUP") {}
-            let dead = "dead-" + UUID().uuidString
+            // A node that leased the event and died before delivering it.
             let body = Self.eventBody(appId: appId, deviceId: "orphan")
-            let id = try #require(try await redis.send("XADD", WebhookQueue.stream, "*", "app", appId, "body", body, "attempt", "0").string)
-            let read = try await redis.send("XREADGROUP", "GROUP", WebhookQueue.group, dead, "COUNT", "1000", "STREAMS", WebhookQueue.stream, ">")
-            let readIds = read.array?.first?.array?.last?.array?.compactMap { $0.array?.first?.string } ?? []
-            #expect(readIds.contains(id), "the dead consumer holds the entry: \(readIds)")
+            try await Self.enqueue(redis, appId: appId, body: body)
+            let queue = WebhookAppQueue(redis: redis, scripts: try ScriptLibrary.load())
+            let leased = try await queue.take(appId, limit: 10, lease: .milliseconds(700))
+            #expect(leased.jobs.map(\.body) == [body])
+            #expect(try await queue.take(appId, limit: 10, lease: .seconds(1)).jobs.isEmpty, "hidden while leased")
 
             var logger = Logger(label: "webhook-test")
             logger.logLevel = .warning
             let configuration = ServerConfiguration(redis: try TestRedis.configuration, adminKey: "unused", nodeId: "claimer-" + UUID().uuidString)
             let services = try ServerServices(configuration: configuration, redis: redis, logger: logger)
-            var settings = WebhookDispatchSettings()
-            settings.claimIdle = .milliseconds(300)
-            settings.claimEvery = .milliseconds(200)
-            let dispatcher = WebhookDispatcher(services: services, settings: settings)
+            let dispatcher = WebhookDispatcher(services: services)
+            let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await dispatcher.run() }
                 _ = try await receiver.event { $0["deviceId"] == "orphan" }
                 group.cancelAll()
             }
-            let pending = try await redis.send("XPENDING", WebhookQueue.stream, WebhookQueue.group, "-", "+", "100", dead)
-            #expect(pending.array?.isEmpty == true, "\(pending)")
-            #expect(try await redis.send("XRANGE", WebhookQueue.stream, id, id).array?.isEmpty == true)
+            #expect(ContinuousClock.now - started >= .milliseconds(500), "taken again only once the lease ended")
+            #expect(try await queue.count(appId) == 0)
         }
         await redis.close()
     }
@@ -227,7 +243,9 @@ import Testing
         let delays = (0..<12).map { settings.backoff(afterAttempt: $0).inMilliseconds }
         #expect(delays == [200, 400, 800, 1600, 3200, 6400, 12_800, 25_600, 51_200, 60_000, 60_000, 60_000])
         #expect(settings.backoff(afterAttempt: 200).inMilliseconds == 60_000)
-        #expect(settings.maxInFlight == 16)
+        #expect(settings.maxInFlight == 64)
+        #expect(settings.maxInFlightPerApp == 4)
+        #expect(settings.maxPendingPerApp == 100_000)
         #expect(settings.timeout == .seconds(2))
     }
 
@@ -266,16 +284,25 @@ import Testing
             .map { String(format: "%02x", $0) }.joined()
     }
 
-    /// `entries-added` of the stream (0 while it does not exist).
-    static func entriesAdded(_ redis: RedisClient) async throws -> Int64 {
-        guard try await redis.send("EXISTS", WebhookQueue.stream).int == 1 else { return 0 }
-        let info = try await redis.send("XINFO", "STREAM", WebhookQueue.stream).array ?? []
+    /// `entries-added` of the app's webhook stream (0 while it does not exist).
+    static func entriesAdded(_ redis: RedisClient, appId: String) async throws -> Int64 {
+        let stream = RedisKeys(appId: appId).webhookStream
+        guard try await redis.send("EXISTS", stream).int == 1 else { return 0 }
+        let info = try await redis.send("XINFO", "STREAM", stream).array ?? []
         var index = 0
         while index + 1 < info.count {
             if info[index].string == "entries-added" { return info[index + 1].int ?? 0 }
             index += 2
         }
         throw TestAppError(message: "XINFO STREAM without entries-added: \(info)")
+    }
+
+    /// Queues an event for `appId` the way ``WebhookQueue`` does (its queue, then the index).
+    static func enqueue(_ redis: RedisClient, appId: String, body: String, generation: String = "") async throws {
+        let scripts = try ScriptLibrary.load()
+        let enqueued = try await WebhookAppQueue(redis: redis, scripts: scripts)
+            .enqueue(appId: appId, body: body, generation: generation, bound: 100_000)
+        if enqueued.first { try await WebhookAppIndex(redis: redis, scripts: scripts).add(appId) }
     }
 
     /// A SPEC §8 body for a device of `appId`.

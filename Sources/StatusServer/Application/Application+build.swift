@@ -33,7 +33,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
         work,
         fanout,
         HousekeepingService(services: services, index: index, fanout: fanout, logger: logger),
-        WebhookDispatcher(services: services)
+        WebhookDispatcher(services: services, settings: configuration.webhookDispatch)
     )
     return app
 }

@@ -26,6 +26,8 @@ public struct ServerConfiguration: Sendable {
     public var requestTimeout: Duration
     /// How often the node looks for silent devices (their heartbeat timeout) and renews its lease bookkeeping.
     public var housekeepingInterval: Duration
+    /// How webhooks are delivered and how many each app may have queued (tests shorten or shrink them).
+    var webhookDispatch = WebhookDispatchSettings()
 
     /// Creates a configuration.
     public init(

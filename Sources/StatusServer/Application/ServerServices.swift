@@ -43,7 +43,12 @@ struct ServerServices: Sendable {
             logger: logger
         )
         self.recorder = recorder
-        let webhooks = WebhookQueue(redis: redis, logger: logger)
+        let webhooks = WebhookQueue(
+            redis: redis,
+            scripts: scripts,
+            maxPendingPerApp: configuration.webhookDispatch.maxPendingPerApp,
+            logger: logger
+        )
         self.webhooks = webhooks
         self.operations = StatusOperations(
             redis: redis,

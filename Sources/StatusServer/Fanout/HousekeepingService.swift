@@ -3,58 +3,89 @@ import Logging
 import RedisClient
 import ServiceLifecycle
 import StatusCore
+import Synchronization
 
-/// The node's periodic work, one loop for all sessions (no timer per socket):
-/// - every tick (`housekeepingInterval`, 500 ms by default), ends WebSocket sessions silent for longer than their app's
-///   `heartbeatTimeoutSeconds` (their sockets then close within the close grace period, whatever the peer does);
-/// - every second, turns backend-driven devices without a heartbeat for that long offline (visiting only the apps that
-///   have such devices);
-/// - every third of a lease, renews the node's lease, files the devices of nodes whose lease expired, files its own
-///   departures that could not be written, and, when it finds its own lease had expired (the node was stalled or cut
-///   from Redis), files its live sessions online again (SPEC §9: a stalled node never leaves its users offline); and
-///   renews the mark of the apps it holds `all`/`roles:` sessions of (``RecentChanges``), and drops the bus channels
-///   nobody here watches any more.
+/// The node's periodic work, in two loops for all sessions (no timer per socket).
+///
+/// The lease loop only renews the node's lease, every third of a lease, and records how late each renewal came
+/// (`statusd_lease_renewal_lag_seconds`): it never waits on other work, so a node that is alive and reaches Redis never
+/// loses its lease however long the rest takes (SPEC §10.7).
+///
+/// The work loop, every tick (`housekeepingInterval`, 500 ms by default), ends WebSocket sessions silent for longer
+/// than their app's `heartbeatTimeoutSeconds` (their sockets then close within the close grace period, whatever the
+/// peer does); every second, turns backend-driven devices without a heartbeat for that long offline (visiting only the
+/// apps that have such devices); every third of a lease, files the devices of nodes whose lease expired, files its own
+/// departures that could not be written, finishes app deletions whose node died, and, when the lease loop found the
+/// lease had expired (the node was stalled or cut from Redis), files its live sessions online again (SPEC §9: a
+/// stalled node never leaves its users offline); and renews the mark of the apps it holds `all`/`roles:` sessions of
+/// (``RecentChanges``), and drops the bus channels nobody here watches any more.
 struct HousekeepingService: Service {
     let services: ServerServices
     let index: FanoutIndex
     let fanout: FanoutService
     let logger: Logger
 
+    /// How often the lease is renewed: three times per lease.
+    var renewalPeriod: Duration { .milliseconds(services.nodeDevices.leaseSeconds * 1000 / 3) }
+
     func run() async throws {
-        let registry = services.nodeDevices
-        let tick = services.configuration.housekeepingInterval
-        let ticksPerSecond = max(1, Int(Duration.seconds(1) / tick))
-        let leaseEvery = max(1, registry.leaseSeconds * ticksPerSecond / 3)
-        // Graceful shutdown cancels the loop at once (mid-sleep too), then the node leaves.
+        // Lease renewals left during which live sessions are checked against Redis after a lost lease.
+        let refileChecks = RefileChecks()
+        // Graceful shutdown cancels both loops at once (mid-sleep too), then the node leaves.
         try? await cancelWhenGracefulShutdown {
-            var ticks = 0
-            /// Lease renewals left during which live sessions are checked against Redis after a lost lease.
-            var refileChecks = 0
-            while !Task.isCancelled {
-                await endSilentSessions()
-                if ticks % leaseEvery == 0 {
-                    await guarded("lease renewal") {
-                        if try await registry.renew() == .lost { refileChecks = 3 }
-                    }
-                    await guarded("dead node cleanup") { try await cleanUpDeadNodes() }
-                    await guarded("own device reconciliation") { try await fileUnfiledDepartures() }
-                    await guarded("unfinished app deletions") { try await services.apps.finishUnfinishedDeletions() }
-                    if refileChecks > 0 {
-                        refileChecks -= 1
-                        await guarded("re-filing live sessions") { try await refileLiveSessions() }
-                    }
-                    index.pruneVersions()
-                    await fanout.markAppWideListeners(index.appWideApps())
-                    await fanout.dropUnwatchedChannels()
-                }
-                if ticks % ticksPerSecond == 0 {
-                    await guarded("backend device sweep") { try await sweepBackendDevices() }
-                }
-                ticks += 1
-                try await Task.sleep(for: tick)
+            await withDiscardingTaskGroup { group in
+                group.addTask { await renewLease(refileChecks: refileChecks) }
+                group.addTask { await doWork(refileChecks: refileChecks) }
             }
         }
-        await guarded("leaving") { try await registry.leave() }
+        await guarded("leaving") { try await services.nodeDevices.leave() }
+    }
+
+    /// The lease loop: renews on a fixed cadence, whatever the work loop is doing.
+    private func renewLease(refileChecks: RefileChecks) async {
+        let registry = services.nodeDevices
+        let period = renewalPeriod
+        var lastRenewal: ContinuousClock.Instant?
+        var next = ContinuousClock.now
+        while !Task.isCancelled {
+            await guarded("lease renewal") {
+                if try await registry.renew() == .lost { refileChecks.value.store(3, ordering: .relaxed) }
+                let now = ContinuousClock.now
+                let lag = lastRenewal.map { max(.zero, now - $0 - period) } ?? .zero
+                Metrics.leaseRenewalLag.record(Double(lag.inMilliseconds) / 1000)
+                lastRenewal = now
+            }
+            next = max(next + period, ContinuousClock.now)
+            try? await Task.sleep(until: next)
+        }
+    }
+
+    /// The work loop.
+    private func doWork(refileChecks: RefileChecks) async {
+        let tick = services.configuration.housekeepingInterval
+        let ticksPerSecond = max(1, Int(Duration.seconds(1) / tick))
+        let leaseEvery = max(1, Int(renewalPeriod / tick))
+        var ticks = 0
+        while !Task.isCancelled {
+            await endSilentSessions()
+            if ticks % leaseEvery == 0 {
+                await guarded("dead node cleanup") { try await cleanUpDeadNodes() }
+                await guarded("own device reconciliation") { try await fileUnfiledDepartures() }
+                await guarded("unfinished app deletions") { try await services.apps.finishUnfinishedDeletions() }
+                if refileChecks.value.load(ordering: .relaxed) > 0 {
+                    refileChecks.value.subtract(1, ordering: .relaxed)
+                    await guarded("re-filing live sessions") { try await refileLiveSessions() }
+                }
+                index.pruneVersions()
+                await fanout.markAppWideListeners(index.appWideApps())
+                await fanout.dropUnwatchedChannels()
+            }
+            if ticks % ticksPerSecond == 0 {
+                await guarded("backend device sweep") { try await sweepBackendDevices() }
+            }
+            ticks += 1
+            try? await Task.sleep(for: tick)
+        }
     }
 
     /// After this node's lease expired, survivors may have filed its devices gone. Every live session whose device
@@ -162,4 +193,10 @@ struct HousekeepingService: Service {
             logger.debug("housekeeping step failed", metadata: ["step": "\(what)", "error": "\(error)"])
         }
     }
+}
+
+/// Lease periods left during which the work loop checks live sessions against Redis, set by the lease loop when it
+/// finds the lease had expired.
+private final class RefileChecks: Sendable {
+    let value = Atomic<Int>(0)
 }

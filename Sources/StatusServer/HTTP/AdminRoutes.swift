@@ -33,6 +33,8 @@ struct AdminRoutes: Sendable {
             let appId = try Identifiers.appId(body.appId)
             let config = try AppConfigPatch.apply(body.config ?? .object([:]), to: AppConfig())
             let created = try await services.apps.create(appId: appId, config: config)
+            // Other nodes may remember the appId as missing: the config message makes them look again.
+            await services.bus.publish(.configChanged(appId: appId))
             return JSONResponse(CreatedApp(appId: appId, apiKey: created.apiKey, config: config), status: .created)
         }
         apps.get(":appId") { request, context in

@@ -36,6 +36,9 @@ enum Metrics {
     static let rateLimited = Counter(label: "statusd_rate_limited_total")
     /// Redis errors seen by request handlers.
     static let redisErrors = Counter(label: "statusd_redis_errors_total")
+    /// How late this node's last lease renewal came, beyond its period (a third of the lease): near 0 on a healthy
+    /// node; a node whose lag nears two thirds of the lease is about to be taken for dead.
+    static let leaseRenewalLag = Gauge(label: "statusd_lease_renewal_lag_seconds")
     /// Webhook deliveries, by outcome.
     static func webhookDeliveries(_ outcome: String) -> Counter {
         Counter(label: "statusd_webhook_deliveries_total", dimensions: [("outcome", outcome)])

@@ -1,7 +1,9 @@
--- SPEC §7 admin `DELETE /v1/apps/{appId}`, the work of a crash-safe deletion: a node takes (or renews) the claim on a
--- tombstone before each step, so that one node at a time removes the app's keys, and a dead node's claim lapses.
+-- SPEC §7 admin `DELETE /v1/apps/{appId}`, the work of a crash-safe deletion: a run of the deletion takes (or renews)
+-- the claim on a tombstone before each step, so that one run at a time removes the app's keys, and the claim of a run
+-- whose node died lapses. The owner is a token of one run, never of a node: only the run that holds the claim renews
+-- it, and another run on the same node (its housekeeping) finds it busy.
 -- KEYS: deletion tombstone
--- ARGV: owner id, lease ms
+-- ARGV: owner token of this run, lease ms
 -- Reply: {1, API key digest, ms since the tombstone was set} claimed; {0} claimed by another live node; {-1} no tombstone.
 local tomb = KEYS[1]
 local fields = redis.call('HMGET', tomb, 'key', 'since', 'owner', 'until')

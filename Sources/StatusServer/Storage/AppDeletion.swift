@@ -9,15 +9,15 @@ import StatusCore
 ///    and cannot be created again (`APP_EXISTS` "still being deleted").
 /// 2. The API-key index entry and the `st:apps` membership go, then every key of the app is scanned and unlinked. The
 ///    claim is renewed before each batch, so if this node dies its claim lapses after ``AppDeletion/claimLease`` and
-///    any node's housekeeping (``finishUnfinished()``) takes over; a node that lost its claim stops.
+///    any node's housekeeping (``finishUnfinished()``) takes over; a node that lost its claim stops. A claim belongs to
+///    one run of the deletion (a fresh owner token per attempt), not to the node: the node's own housekeeping never
+///    joins a deletion its request is running, and no two runs on one node hold a claim at once.
 /// 3. A second scan runs once the tombstone is older than twice the app cache's lifetime, so that writes of requests
 ///    that were authenticated against a cached copy of the app just before it went are removed too.
 /// 4. The tombstone goes, and the appId may be created again with nothing inherited.
 struct AppDeletion: Sendable {
     let redis: RedisClient
     let scripts: ScriptLibrary
-    /// Who holds a claim: one id per process.
-    let owner = "del-" + UUID().uuidString
     /// How long a claim lasts without renewal.
     static let claimLease: Duration = .seconds(30)
     /// How old a tombstone must be before the last scan: by then no node trusts a cached copy of the app.
@@ -28,11 +28,12 @@ struct AppDeletion: Sendable {
     /// left to its owner; either way the answer is success.
     func delete(_ appId: String) async throws {
         let keys = RedisKeys(appId: appId)
+        let owner = Self.newOwner()
         _ = try await redis.send("SADD", RedisKeys.deletingApps, appId)
         let reply = try await redis.evalScript(scripts.appDeleteMark, keys: [keys.app, keys.deletionTombstone], arguments: [owner, leaseMs])
         switch reply.array?.first?.int {
         case 1:
-            try await run(appId)
+            try await run(appId, owner: owner)
         case 2:
             try await finish(appId)
         default:
@@ -51,29 +52,33 @@ struct AppDeletion: Sendable {
 
     /// Takes the claim on an existing tombstone and runs the deletion; forgets the appId when it has no tombstone.
     private func finish(_ appId: String) async throws {
-        switch try await claim(appId) {
-        case .claimed: try await run(appId)
+        let owner = Self.newOwner()
+        switch try await claim(appId, owner: owner) {
+        case .claimed: try await run(appId, owner: owner)
         case .busy: return
         case .gone: _ = try await redis.send("SREM", RedisKeys.deletingApps, appId)
         }
     }
 
-    /// Steps 2–4, under a claim this node holds.
-    private func run(_ appId: String) async throws {
+    /// A claim owner token for one run of a deletion.
+    private static func newOwner() -> String { "del-" + UUID().uuidString }
+
+    /// Steps 2–4, under a claim `owner` (this run) holds.
+    private func run(_ appId: String, owner: String) async throws {
         let keys = RedisKeys(appId: appId)
-        guard case .claimed(let digest, _) = try await claim(appId) else { return }
+        guard case .claimed(let digest, _) = try await claim(appId, owner: owner) else { return }
         var cleanup: [[String]] = [["SREM", RedisKeys.apps, appId]]
         if !digest.isEmpty {
             // The digest index must not point at the app any more; a new app gets a new random key, never this digest.
             cleanup.append(["DEL", RedisKeys.apiKey(digest: digest)])
         }
         _ = try await redis.pipeline(cleanup)
-        guard try await unlinkKeys(of: appId) else { return }
-        guard case .claimed(_, let age) = try await claim(appId) else { return }
+        guard try await unlinkKeys(of: appId, owner: owner) else { return }
+        guard case .claimed(_, let age) = try await claim(appId, owner: owner) else { return }
         if age < Self.settleTime {
             try await Task.sleep(for: Self.settleTime - age)
         }
-        guard try await unlinkKeys(of: appId) else { return }
+        guard try await unlinkKeys(of: appId, owner: owner) else { return }
         let finished = try await redis.evalScript(scripts.appDeleteFinish, keys: [keys.deletionTombstone], arguments: [owner])
         if finished.int == 1 {
             _ = try await redis.send("SREM", RedisKeys.deletingApps, appId)
@@ -82,7 +87,7 @@ struct AppDeletion: Sendable {
 
     /// Unlinks every key of the app except its tombstone, renewing the claim before each batch; false when the claim
     /// was lost (another node finishes the deletion).
-    private func unlinkKeys(of appId: String) async throws -> Bool {
+    private func unlinkKeys(of appId: String, owner: String) async throws -> Bool {
         let keys = RedisKeys(appId: appId)
         struct ClaimLost: Error {}
         do {
@@ -91,7 +96,7 @@ struct AppDeletion: Sendable {
                 // unlinked by its own command (pipelined).
                 try await redis.scanKeys(matching: pattern) { batch in
                     let found = batch.filter { $0 != keys.deletionTombstone }
-                    guard case .claimed = try await claim(appId) else { throw ClaimLost() }
+                    guard case .claimed = try await claim(appId, owner: owner) else { throw ClaimLost() }
                     if !found.isEmpty { _ = try await redis.pipeline(found.map { ["UNLINK", $0] }) }
                 }
             }
@@ -111,7 +116,7 @@ struct AppDeletion: Sendable {
         case gone
     }
 
-    private func claim(_ appId: String) async throws -> Claim {
+    private func claim(_ appId: String, owner: String) async throws -> Claim {
         let reply = try await redis.evalScript(
             scripts.appDeleteClaim,
             keys: [RedisKeys(appId: appId).deletionTombstone],

@@ -7,9 +7,12 @@ import Synchronization
 /// Apps and their configs (SPEC §3, §7 admin API), with a short-lived per-node cache so that a config change made on
 /// any node takes effect everywhere within ``AppRegistry/cacheTTL``.
 ///
-/// The cache holds existing apps only: a lookup of an appId that does not exist is not remembered, so requests naming
-/// made-up appIds (unauthenticated, with a wrong key) allocate nothing that outlives them. It is also capped at
-/// ``AppRegistry/cacheCapacity`` entries, past which stale entries are dropped, and then all.
+/// The cache of existing apps is capped at ``AppRegistry/cacheCapacity`` entries, past which stale entries are dropped,
+/// and then all. AppIds found missing are remembered too, for as long and as many (``ShortLivedCache``), so that a
+/// flood of requests naming made-up apps costs Redis one lookup per appId and half second, not one per request; an
+/// app created on this node leaves that cache at once, and one created elsewhere when its `config` bus message
+/// arrives (or after 500 ms at most). The owner of an API key, looked up to tell a key of another app (`FORBIDDEN`)
+/// from a wrong key, is remembered likewise, by the key's digest.
 final class AppRegistry: Sendable {
     /// How long a node trusts its cached copy of an app; SPEC §3 wants changes everywhere within 1 s.
     static let cacheTTL: Duration = .milliseconds(500)
@@ -19,6 +22,10 @@ final class AppRegistry: Sendable {
     private let redis: RedisClient
     private let scripts: ScriptLibrary
     private let cache = Mutex<[String: (record: AppRecord, fetched: ContinuousClock.Instant)]>([:])
+    /// AppIds found missing lately.
+    private let missing = Mutex(ShortLivedCache<Bool>(ttl: cacheTTL, capacity: cacheCapacity))
+    /// The owner of API keys looked up lately ("" when none), by digest.
+    private let keyOwners = Mutex(ShortLivedCache<String>(ttl: cacheTTL, capacity: cacheCapacity))
     let deletion: AppDeletion
 
     init(redis: RedisClient, scripts: ScriptLibrary) {
@@ -29,6 +36,8 @@ final class AppRegistry: Sendable {
 
     /// How many apps this node caches (for tests of the cache bound).
     var cachedCount: Int { cache.withLock { $0.count } }
+    /// How many missing appIds this node remembers (for tests of the bound).
+    var missingCount: Int { missing.withLock { $0.count } }
 
     /// Creates an app; returns the record and the API key (shown once, stored only as a digest).
     func create(appId: String, config: AppConfig) async throws -> (record: AppRecord, apiKey: String) {
@@ -37,10 +46,11 @@ final class AppRegistry: Sendable {
         let raw = try JSONCoding.string(config)
         let digest = Self.digest(apiKey)
         let keys = RedisKeys(appId: appId)
+        let createdAt = String(WallClock.nowMs())
         let created = try await redis.evalScript(
             scripts.appCreate,
             keys: [keys.app, keys.deletionTombstone],
-            arguments: [raw, digest, secret, String(WallClock.nowMs())]
+            arguments: [raw, digest, secret, createdAt]
         )
         switch created.int {
         case 1: break
@@ -48,7 +58,8 @@ final class AppRegistry: Sendable {
         default: throw StatusError(.appExists, "app \(appId) exists")
         }
         _ = try await redis.pipeline([["SET", RedisKeys.apiKey(digest: digest), appId], ["SADD", RedisKeys.apps, appId]])
-        let record = AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
+        var record = AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
+        record.generation = createdAt
         store(record, for: appId)
         return (record, apiKey)
     }
@@ -65,6 +76,7 @@ final class AppRegistry: Sendable {
         if let cached = cache.withLock({ $0[appId] }), now - cached.fetched < Self.cacheTTL {
             return cached.record
         }
+        if missing.withLock({ $0.value(for: appId, now: now) }) != nil { return nil }
         let record = try await fetch(appId)
         store(record, for: appId)
         return record
@@ -110,14 +122,19 @@ final class AppRegistry: Sendable {
         try await deletion.finishUnfinished()
     }
 
-    /// Forgets the cached copy of an app (its config changed on another node, or it was deleted).
+    /// Forgets what this node knows of an app (its config changed on another node, it was created or deleted).
     func invalidate(_ appId: String) {
         _ = cache.withLock { $0.removeValue(forKey: appId) }
+        missing.withLock { $0.remove(appId) }
     }
 
-    /// The appId an API key belongs to, if any.
+    /// The appId an API key belongs to, if any; remembered for ``cacheTTL``.
     func appId(forAPIKey apiKey: String) async throws -> String? {
-        try await redis.send("GET", RedisKeys.apiKey(digest: Self.digest(apiKey))).string
+        let digest = Self.digest(apiKey)
+        if let owner = keyOwners.withLock({ $0.value(for: digest, now: .now) }) { return owner.isEmpty ? nil : owner }
+        let owner = try await redis.send("GET", RedisKeys.apiKey(digest: digest)).string
+        keyOwners.withLock { $0.store(owner ?? "", for: digest, now: .now) }
+        return owner
     }
 
     /// Every appId (for node-wide sweeps).
@@ -144,19 +161,23 @@ final class AppRegistry: Sendable {
 
     private func fetch(_ appId: String) async throws -> AppRecord? {
         let keys = RedisKeys(appId: appId)
-        let replies = try await redis.pipeline([["HMGET", keys.app, "config", "key", "secret"], ["EXISTS", keys.appWideListeners]])
-        guard let values = replies[0].array, values.count == 3, let raw = values[0].string, let digest = values[1].string,
+        let replies = try await redis.pipeline([["HMGET", keys.app, "config", "key", "secret", "createdAt"], ["EXISTS", keys.appWideListeners]])
+        guard let values = replies[0].array, values.count == 4, let raw = values[0].string, let digest = values[1].string,
             let secret = values[2].string
         else { return nil }
         let config = try JSONCoding.decoder.decode(AppConfig.self, from: Data(raw.utf8))
         var record = AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
         record.logsRecentChanges = replies[1].int == 1
+        record.generation = values[3].string ?? ""
         return record
     }
 
-    /// Caches an existing app; forgets a missing one (negative lookups are never cached).
+    /// Caches an existing app, or remembers a missing one.
     private func store(_ record: AppRecord?, for appId: String) {
         let now = ContinuousClock.now
+        missing.withLock { missing in
+            if record == nil { missing.store(true, for: appId, now: now) } else { missing.remove(appId) }
+        }
         cache.withLock { cache in
             guard let record else {
                 cache.removeValue(forKey: appId)

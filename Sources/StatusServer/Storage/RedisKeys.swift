@@ -23,6 +23,14 @@ struct RedisKeys: Sendable {
     /// stands the appId cannot be created again. In the app record's slot, so one script swaps one for the other.
     var deletionTombstone: String { "st:{\(appId)}:deleting" }
 
+    /// The app's undelivered webhook events, oldest first (stream; fields `body` and `gen`, the app's generation).
+    var webhookStream: String { "st:{\(appId)}:webhooks" }
+    /// When each undelivered webhook event is next due (sorted set of stream ids, score = epoch ms on the Redis clock;
+    /// an event being delivered is leased: its score is pushed past the lease).
+    var webhookDue: String { "st:{\(appId)}:webhooks:due" }
+    /// Attempts made per undelivered webhook event that failed at least once (hash: stream id → count).
+    var webhookAttempts: String { "st:{\(appId)}:webhooks:attempts" }
+
     /// The keys of one user of this app.
     func user(_ userId: String) -> UserKeys { UserKeys(tag: "{\(appId):\(userId)}") }
 
@@ -41,6 +49,11 @@ struct RedisKeys: Sendable {
     /// The appIds whose deletion may be unfinished (each has, or had, a ``deletionTombstone``), for the sweep that
     /// finishes them.
     static let deletingApps = "st:apps:deleting"
+    /// The apps that have queued webhook events (sorted set, score = the sequence number of the app's last addition),
+    /// which every node's dispatcher goes round. `{:webhooks}` cannot be an app's tag (an appId has no `:`).
+    static let webhookApps = "st:{:webhooks}:apps"
+    /// The sequence the scores of ``webhookApps`` come from.
+    static let webhookAppsSequence = "st:{:webhooks}:seq"
 }
 
 /// The keys of one user; all in the user's hash slot.

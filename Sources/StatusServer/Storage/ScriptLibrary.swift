@@ -20,13 +20,20 @@ struct ScriptLibrary: Sendable {
     let appDeleteFinish: RedisScript
     let statusReadCopy: RedisScript
     let userActivity: RedisScript
+    let webhookEnqueue: RedisScript
+    let webhookTake: RedisScript
+    let webhookSettle: RedisScript
+    let webhookRetry: RedisScript
+    let webhookIndexAdd: RedisScript
+    let webhookIndexRemove: RedisScript
 
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
         [
             setCustomStatus, deviceConnect, deviceHeartbeat, devicesRemove, subscribe, subscribeTarget, unsubscribe, queryRateLimit, presenceIndex,
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
-            statusReadCopy, userActivity,
+            statusReadCopy, userActivity, webhookEnqueue, webhookTake, webhookSettle, webhookRetry, webhookIndexAdd,
+            webhookIndexRemove,
         ]
     }
 
@@ -53,7 +60,13 @@ struct ScriptLibrary: Sendable {
             appDeleteClaim: try script("app_delete_claim"),
             appDeleteFinish: try script("app_delete_finish"),
             statusReadCopy: try script("status_read_copy"),
-            userActivity: try script("user_activity")
+            userActivity: try script("user_activity"),
+            webhookEnqueue: try script("webhook_enqueue"),
+            webhookTake: try script("webhook_take"),
+            webhookSettle: try script("webhook_settle"),
+            webhookRetry: try script("webhook_retry"),
+            webhookIndexAdd: try script("webhook_index_add"),
+            webhookIndexRemove: try script("webhook_index_remove")
         )
     }
 

@@ -6,59 +6,79 @@ import ServiceLifecycle
 import StatusCore
 import Synchronization
 
-/// Delivers the SPEC §8 callbacks that ``WebhookQueue`` appends to the stream `st:webhooks`, at least once.
+/// Delivers the SPEC §8 callbacks that ``WebhookQueue`` puts in each app's own queue, at least once, without letting
+/// one app's receiver delay another's (SPEC §10.7).
 ///
-/// Every node is a consumer (named by its node id) of the group `statusd`, so each event goes to one node. That node
-/// POSTs it, signed, to the app's current webhook URL (an app without a webhook, or deleted, has its events dropped);
-/// a 2xx answer within 2 s acknowledges and deletes the entry. A failure moves the event to the sorted set
-/// ``WebhookRetries/key`` with its next due time (exponential backoff) and then acknowledges the stream entry, so a
-/// retry is in Redis before the entry leaves; after ``WebhookDispatchSettings/maxAttempts`` the event is dropped. Entries
-/// left pending by a node that died are taken over with `XAUTOCLAIM`; retries leased by it come back when the lease ends.
+/// Every node goes round the apps of ``WebhookAppIndex`` and leases due events from their queues
+/// (``WebhookAppQueue/take(_:limit:lease:)``), in turns decided by ``WebhookFairShare``: at most
+/// ``WebhookDispatchSettings/maxInFlightPerApp`` deliveries of one app at a time, so an app whose receiver hangs holds
+/// a few slots for the 2 s timeout and the other apps' events go out at once. Each event is POSTed, signed, to the
+/// app's current webhook URL; a 2xx answer within 2 s settles it. A failure makes it due again after the backoff, until
+/// ``WebhookDispatchSettings/maxAttempts``; an app deleted (or deleted and created again) or without a webhook has its
+/// event dropped. A node that dies mid-delivery leaves its leased events to come back when the lease ends.
 ///
-/// Redis is polled (no `BLOCK`), so the dispatcher never holds a shared pipelined connection; it reads only as many
-/// entries as it has free delivery slots, and waits for the deliveries in flight when the node shuts down.
+/// Redis is polled (no blocking reads), so the dispatcher never holds a shared pipelined connection: every
+/// ``WebhookDispatchSettings/idlePoll``, or at once when an event is queued on this node or a delivery finishes
+/// (``WebhookWakeup``). It waits for the deliveries in flight when the node shuts down.
 struct WebhookDispatcher: Service {
-    let redis: RedisClient
     let apps: AppRegistry
-    let nodeId: String
+    let queue: WebhookAppQueue
+    let index: WebhookAppIndex
+    let redis: RedisClient
+    let wakeup: WebhookWakeup
+    let legacy: WebhookLegacyQueue
     let settings: WebhookDispatchSettings
     let logger: Logger
 
     /// A dispatcher for the node of `services`.
     init(services: ServerServices, settings: WebhookDispatchSettings = WebhookDispatchSettings()) {
-        self.redis = services.redis
         self.apps = services.apps
-        self.nodeId = services.configuration.nodeId
+        self.queue = services.webhooks.queue
+        self.index = services.webhooks.index
+        self.redis = services.redis
+        self.wakeup = services.webhooks.wakeup
+        self.legacy = WebhookLegacyQueue(redis: services.redis, queue: services.webhooks, logger: services.logger)
         self.settings = settings
         self.logger = services.logger
     }
 
-    private var retries: WebhookRetries { WebhookRetries(redis: redis) }
-
     func run() async throws {
-        let client = WebhookSender.makeClient(timeout: settings.timeout)
+        let client = WebhookSender.makeClient(timeout: settings.timeout, connectionsPerHost: settings.maxInFlight)
         let sender = WebhookSender(client: client, timeout: settings.timeout)
-        let inFlight = InFlightCounter()
+        let share = SharedFairShare(WebhookFairShare(total: settings.maxInFlight, perApp: settings.maxInFlightPerApp))
         await withDiscardingTaskGroup { group in
-            var state = ReadState()
+            var failing = false
+            var nextReindex = ContinuousClock.now
+            var view = IndexView()
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
-                let free = settings.maxInFlight - inFlight.value
-                guard free > 0 else {
-                    try? await Task.sleep(for: .milliseconds(20))
-                    continue
-                }
-                let jobs = await nextJobs(limit: free, state: &state)
-                guard !jobs.isEmpty else {
-                    try? await Task.sleep(for: settings.idlePoll)
-                    continue
-                }
-                for job in jobs {
-                    inFlight.add(1)
-                    group.addTask {
-                        await deliver(job, with: sender)
-                        inFlight.add(-1)
+                var started = 0
+                do {
+                    if ContinuousClock.now >= nextReindex {
+                        try await legacy.drain()
+                        try await reindex()
+                        nextReindex = ContinuousClock.now + settings.reindexEvery
+                    }
+                    if wakeup.takeEnqueued() { view.read = nil }
+                    let jobs = try await nextJobs(share, view: &view)
+                    started = jobs.count
+                    for job in jobs {
+                        group.addTask {
+                            await deliver(job, with: sender)
+                            share.withLock { $0.finished(job.appId) }
+                            wakeup.signal()
+                        }
+                    }
+                    if failing {
+                        logger.info("webhook dispatch resumed")
+                        failing = false
+                    }
+                } catch {
+                    if !failing {
+                        logger.warning("webhook dispatch cannot read its queues", metadata: ["error": "\(error)"])
+                        failing = true
                     }
                 }
+                if started == 0 { await wakeup.wait(upTo: settings.idlePoll) }
             }
         }
         do {
@@ -70,100 +90,67 @@ struct WebhookDispatcher: Service {
 
     // MARK: Reading
 
-    /// What the read loop remembers between rounds.
-    private struct ReadState {
-        var groupReady = false
-        var claimCursor = "0-0"
-        var nextClaim = ContinuousClock.now
-        var failing = false
+    /// The index as last read: the apps (in appId order) and their scores.
+    private struct IndexView {
+        var apps: [String] = []
+        var scores: [String: String] = [:]
+        var read: ContinuousClock.Instant?
     }
 
-    /// Up to `limit` jobs: due retries first, then entries of dead consumers (every ``WebhookDispatchSettings/claimEvery``),
-    /// then new entries. A Redis failure is logged once and ends the round with what was taken so far.
-    private func nextJobs(limit: Int, state: inout ReadState) async -> [WebhookJob] {
+    /// One round: the indexed apps, and from each app whose turn it is as many due events as it may take. An app found
+    /// with an empty queue leaves the index; one with nothing due now rests. The index is read again once it is older
+    /// than ``WebhookDispatchSettings/indexFreshness``, so rounds started by finished deliveries under load reuse it.
+    private func nextJobs(_ share: SharedFairShare, view: inout IndexView) async throws -> [WebhookJob] {
+        guard share.withLock({ $0.free }) > 0 else { return [] }
+        let now = ContinuousClock.now
+        if view.read.map({ now - $0 >= settings.indexFreshness }) ?? true {
+            let indexed = try await index.apps()
+            view.scores = Dictionary(indexed.map { ($0.appId, $0.score) }, uniquingKeysWith: { $1 })
+            view.apps = view.scores.keys.sorted()
+            view.read = now
+            share.withLock { $0.prune(keeping: Set(view.apps)) }
+        }
+        let plan = share.withLock { $0.plan(apps: view.apps, now: now) }
         var jobs: [WebhookJob] = []
-        do {
-            if !state.groupReady {
-                try await createGroup()
-                state.groupReady = true
+        for (appId, count) in plan {
+            let mark = share.withLock { $0.mark(appId) }
+            let take: WebhookTake
+            do {
+                take = try await queue.take(appId, limit: count, lease: settings.lease)
+            } catch {
+                // What earlier takes of the round leased is delivered; the error is reported when nothing was.
+                if jobs.isEmpty { throw error }
+                break
             }
-            jobs += try await retries.takeDue(limit: limit, lease: settings.retryLease)
-            if jobs.count < limit && ContinuousClock.now >= state.nextClaim {
-                let (claimed, cursor) = try await claimAbandoned(after: state.claimCursor, count: limit - jobs.count)
-                jobs += claimed
-                state.claimCursor = cursor
-                if cursor == "0-0" { state.nextClaim = ContinuousClock.now + settings.claimEvery }
+            share.withLock { share in
+                share.started(appId, count: take.jobs.count)
+                if take.jobs.isEmpty, let wait = take.nextDue {
+                    share.rest(appId, until: ContinuousClock.now + min(wait, settings.maxSkip), mark: mark)
+                }
             }
-            if jobs.count < limit { jobs += try await readNew(count: limit - jobs.count) }
-            if state.failing {
-                logger.info("webhook dispatch resumed")
-                state.failing = false
+            if take.left == 0, let score = view.scores[appId] {
+                // A failed removal leaves the app indexed, to be found empty again.
+                _ = try? await index.remove(appId, seenScore: score)
+                view.scores[appId] = nil
+                view.apps.removeAll { $0 == appId }
             }
-        } catch let error as RedisClientError where error.kind == .server && error.message.hasPrefix("NOGROUP") {
-            // The stream or the group went away (e.g. FLUSHALL): create them again next round.
-            state.groupReady = false
-        } catch {
-            if !state.failing {
-                logger.warning("webhook dispatch cannot read its queue", metadata: ["error": "\(error)"])
-                state.failing = true
-            }
+            jobs += take.jobs
         }
         return jobs
     }
 
-    /// Creates the stream and the group if missing. The group starts at the beginning of the stream: delivered entries
-    /// are deleted, so whatever the stream holds (queued before any node delivered) is still to deliver.
-    private func createGroup() async throws {
-        do {
-            _ = try await redis.send("XGROUP", "CREATE", WebhookQueue.stream, WebhookQueue.group, "0", "MKSTREAM")
-        } catch let error as RedisClientError where error.kind == .server && error.message.hasPrefix("BUSYGROUP") {
-            return
+    /// Puts back in the index every app that has queued events and is missing from it (its addition failed after its
+    /// event was queued). Visits every app, so it runs rarely; the queue of an earlier version is emptied first.
+    private func reindex() async throws {
+        let indexed = Set(try await index.apps().map(\.appId))
+        let all = try await apps.allAppIds().filter { !indexed.contains($0) }
+        for start in stride(from: 0, to: all.count, by: 500) {
+            let batch = Array(all[start..<min(start + 500, all.count)])
+            let counts = try await redis.pipeline(batch.map { ["ZCARD", RedisKeys(appId: $0).webhookDue] })
+            for (appId, count) in zip(batch, counts) where (count.int ?? 0) > 0 {
+                try await index.add(appId)
+            }
         }
-    }
-
-    /// New entries for this node: `XREADGROUP ... STREAMS st:webhooks >`.
-    private func readNew(count: Int) async throws -> [WebhookJob] {
-        let reply = try await redis.send(
-            "XREADGROUP",
-            "GROUP",
-            WebhookQueue.group,
-            nodeId,
-            "COUNT",
-            String(count),
-            "STREAMS",
-            WebhookQueue.stream,
-            ">"
-        )
-        var entries: [RedisValue] = []
-        for stream in reply.array ?? [] {
-            if let parts = stream.array, parts.count == 2 { entries += parts[1].array ?? [] }
-        }
-        return try await usable(WebhookJob.parse(entries: entries))
-    }
-
-    /// Entries pending for longer than ``WebhookDispatchSettings/claimIdle`` with any consumer (a dead node, or this
-    /// node before a restart), taken over by this node; returns them and the cursor to go on from ("0-0": done).
-    private func claimAbandoned(after cursor: String, count: Int) async throws -> ([WebhookJob], String) {
-        let reply = try await redis.send(
-            "XAUTOCLAIM",
-            WebhookQueue.stream,
-            WebhookQueue.group,
-            nodeId,
-            String(settings.claimIdle.inMilliseconds),
-            cursor,
-            "COUNT",
-            String(count)
-        )
-        guard let parts = reply.array, parts.count >= 2 else { return ([], "0-0") }
-        let jobs = try await usable(WebhookJob.parse(entries: parts[1].array ?? []))
-        if !jobs.isEmpty { logger.info("took over pending webhook events", metadata: ["count": "\(jobs.count)"]) }
-        return (jobs, parts[0].string ?? "0-0")
-    }
-
-    /// The batch's jobs, once its deleted or malformed entries are acknowledged.
-    private func usable(_ batch: WebhookJob.StreamBatch) async throws -> [WebhookJob] {
-        if !batch.unusable.isEmpty { try await acknowledge(batch.unusable) }
-        return batch.jobs
     }
 
     // MARK: Delivering
@@ -171,15 +158,21 @@ struct WebhookDispatcher: Service {
     /// One attempt at `job`, then its settlement: delivered, rescheduled, or dropped.
     private func deliver(_ job: WebhookJob, with sender: WebhookSender) async {
         var metadata: Logger.Metadata = ["appId": "\(job.appId)", "event": "\(job.eventId)", "attempt": "\(job.attempt + 1)"]
-        let webhook: AppConfig.Webhook?
+        let app: AppRecord?
         do {
-            webhook = try await apps.find(job.appId)?.config.webhook
+            app = try await apps.find(job.appId)
         } catch {
-            // Left as it is: a stream entry is taken over once idle, a retry comes back when its lease ends.
+            // Left leased: it comes back when the lease ends.
             logger.debug("webhook app lookup failed", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             return
         }
-        guard let webhook else {
+        guard let app, job.generation.isEmpty || job.generation == app.generation else {
+            // Deleted, or deleted and created again: the new app never receives the old one's events.
+            logger.debug("webhook event dropped: its app is gone", metadata: metadata)
+            await settle(job)
+            return
+        }
+        guard let webhook = app.config.webhook else {
             logger.debug("webhook event skipped: the app has no webhook", metadata: metadata)
             await settle(job)
             return
@@ -201,8 +194,7 @@ struct WebhookDispatcher: Service {
             let delay = settings.backoff(afterAttempt: job.attempt)
             logger.debug("webhook delivery failed, retrying", metadata: metadata.merging(["delay": "\(delay)"]) { $1 })
             do {
-                try await retries.schedule(job, attempt: attempts, after: delay)
-                if case .stream(let id) = job.source { try await acknowledge([id]) }
+                try await queue.retry(job, attempts: attempts, after: delay)
             } catch {
                 logger.warning("could not schedule a webhook retry", metadata: metadata.merging(["error": "\(error)"]) { $1 })
             }
@@ -212,36 +204,22 @@ struct WebhookDispatcher: Service {
     /// Removes a job that needs no further attempt.
     private func settle(_ job: WebhookJob) async {
         do {
-            switch job.source {
-            case .stream(let id): try await acknowledge([id])
-            case .retry(let member): try await retries.remove(member: member)
-            }
+            try await queue.settle(job)
         } catch {
             logger.warning("could not remove a settled webhook event", metadata: ["event": "\(job.eventId)", "error": "\(error)"])
         }
     }
-
-    /// `XACK` and `XDEL` stream entries.
-    private func acknowledge(_ ids: [String]) async throws {
-        let replies = try await redis.pipeline([
-            ["XACK", WebhookQueue.stream, WebhookQueue.group] + ids,
-            ["XDEL", WebhookQueue.stream] + ids,
-        ])
-        for case .error(let message) in replies {
-            throw RedisClientError(kind: .server, message: message)
-        }
-    }
 }
 
-/// How many deliveries a dispatcher has in flight.
-private final class InFlightCounter: Sendable {
-    private let count = Mutex(0)
+/// The dispatcher's ``WebhookFairShare``, shared by its read loop and its deliveries.
+private final class SharedFairShare: Sendable {
+    private let state: Mutex<WebhookFairShare>
 
-    /// The current count.
-    var value: Int { count.withLock { $0 } }
+    init(_ share: WebhookFairShare) {
+        state = Mutex(share)
+    }
 
-    /// Adds `delta` to the count.
-    func add(_ delta: Int) {
-        count.withLock { $0 += delta }
+    func withLock<Result>(_ body: (inout WebhookFairShare) -> Result) -> Result {
+        state.withLock { body(&$0) }
     }
 }

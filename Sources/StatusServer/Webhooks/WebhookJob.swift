@@ -1,70 +1,43 @@
-import Foundation
 import RedisClient
 
-/// One delivery to make: an event of the stream (first attempt, or taken over from a dead node) or a due retry.
+/// One delivery to make: an event of one app's queue, leased to this node by ``WebhookAppQueue/take(_:limit:lease:)``.
 struct WebhookJob: Sendable, Hashable {
-    /// Where the job came from, which says how to settle it.
-    enum Source: Sendable, Hashable {
-        /// An entry of ``WebhookQueue/stream``, pending with this node's consumer until acknowledged.
-        case stream(id: String)
-        /// A member of ``WebhookRetries/key``, leased to this node.
-        case retry(member: String)
-    }
-
-    /// Where the job came from.
-    var source: Source
-    /// The stream id the event was first queued under (it names the event in logs and retries).
-    var eventId: String
     /// The app whose webhook receives the event.
     var appId: String
+    /// The event's stream id in the app's queue (it names the event in logs and settles it).
+    var eventId: String
     /// The JSON event, POSTed and signed byte for byte.
     var body: String
+    /// The generation of the app the event was queued for (``AppRecord/generation``); empty when unknown.
+    var generation: String
     /// Attempts already made (0 for a fresh event).
     var attempt: Int
-
-    /// What a stream read returned: the jobs, and the ids of entries that are deleted or malformed (to acknowledge).
-    struct StreamBatch: Sendable {
-        var jobs: [WebhookJob] = []
-        var unusable: [String] = []
-    }
-
-    /// Parses the entries of an `XREADGROUP` or `XAUTOCLAIM` reply: `[[id, [field, value, ...]], ...]`.
-    static func parse(entries: [RedisValue]) -> StreamBatch {
-        var batch = StreamBatch()
-        for entry in entries {
-            guard let parts = entry.array, parts.count == 2, let id = parts[0].string else { continue }
-            let values = parts[1].array ?? []
-            var fields: [String: String] = [:]
-            var index = 0
-            while index + 1 < values.count {
-                if let name = values[index].string, let value = values[index + 1].string { fields[name] = value }
-                index += 2
-            }
-            guard let appId = fields["app"], let body = fields["body"] else {
-                batch.unusable.append(id)
-                continue
-            }
-            let attempt = fields["attempt"].flatMap { Int($0) } ?? 0
-            batch.jobs.append(WebhookJob(source: .stream(id: id), eventId: id, appId: appId, body: body, attempt: attempt))
-        }
-        return batch
-    }
 }
 
-/// A retry as stored in ``WebhookRetries/key``: the member string is this value's JSON, unique per event and attempt.
-struct WebhookRetryEntry: Sendable, Codable, Hashable {
-    /// The stream id the event was first queued under.
-    var id: String
-    /// The app.
-    var app: String
-    /// The JSON event.
-    var body: String
-    /// Attempts already made.
-    var attempt: Int
+/// What one take from an app's queue found.
+struct WebhookTake: Sendable, Hashable {
+    /// The events leased to this node.
+    var jobs: [WebhookJob]
+    /// Events left in the app's queue (taken ones included); 0 means the queue is empty.
+    var left: Int
+    /// When the next event is due, counted from the take; nil when the queue is empty.
+    var nextDue: Duration?
 
-    /// The job that delivers this retry, from its member string; nil when the member does not parse.
-    static func job(member: String) -> WebhookJob? {
-        guard let entry = try? JSONCoding.decoder.decode(WebhookRetryEntry.self, from: Data(member.utf8)) else { return nil }
-        return WebhookJob(source: .retry(member: member), eventId: entry.id, appId: entry.app, body: entry.body, attempt: entry.attempt)
+    /// Parses the reply of `webhook_take.lua`: `{left, ms until the next is due, id, body, generation, attempts, ...}`.
+    static func parse(_ reply: RedisValue, appId: String) -> WebhookTake {
+        let values = reply.array ?? []
+        let left = values.first?.int ?? 0
+        let wait = values.count > 1 ? values[1].int ?? -1 : -1
+        var jobs: [WebhookJob] = []
+        var index = 2
+        while index + 3 < values.count {
+            if let id = values[index].string, let body = values[index + 1].string {
+                let generation = values[index + 2].string ?? ""
+                let attempt = values[index + 3].int.map { Int($0) } ?? 0
+                jobs.append(WebhookJob(appId: appId, eventId: id, body: body, generation: generation, attempt: attempt))
+            }
+            index += 4
+        }
+        return WebhookTake(jobs: jobs, left: Int(left), nextDue: left > 0 && wait >= 0 ? .milliseconds(wait) : nil)
     }
 }

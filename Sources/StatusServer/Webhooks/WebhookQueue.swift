@@ -3,18 +3,23 @@ import Logging
 import RedisClient
 import StatusCore
 
-/// The durable queue of SPEC §8 state-change callbacks: a Redis stream that survives a restart of statusd.
-/// ``WebhookDispatcher`` delivers from it.
+/// The durable queue of SPEC §8 state-change callbacks, one per app (``WebhookAppQueue``), so that one app's backlog
+/// never stands in front of another's nor pushes it out (SPEC §10.7). ``WebhookDispatcher`` delivers from them.
 struct WebhookQueue: Sendable {
-    let redis: RedisClient
+    let queue: WebhookAppQueue
+    let index: WebhookAppIndex
+    /// The most undelivered events one app may have; past it the oldest are dropped.
+    let maxPendingPerApp: Int
+    /// Wakes this node's dispatcher when an event is queued here.
+    let wakeup = WebhookWakeup()
     let logger: Logger
 
-    /// The stream every node appends to and delivers from.
-    static let stream = "st:webhooks"
-    /// The consumer group of the delivering nodes.
-    static let group = "statusd"
-    /// The stream is trimmed to about this many entries, so an unreachable receiver cannot grow Redis without bound.
-    static let maxLength = 1_000_000
+    init(redis: RedisClient, scripts: ScriptLibrary, maxPendingPerApp: Int, logger: Logger) {
+        self.queue = WebhookAppQueue(redis: redis, scripts: scripts)
+        self.index = WebhookAppIndex(redis: redis, scripts: scripts)
+        self.maxPendingPerApp = maxPendingPerApp
+        self.logger = logger
+    }
 
     /// Queues one device-level transition when the app has a webhook; a queueing failure is logged. A login that
     /// kicked other devices lists them in `kickedDevices`.
@@ -48,9 +53,20 @@ struct WebhookQueue: Sendable {
         let event = WebhookEvent(appId: app.appId, userId: userId, action: action, statusType: statusType, eventTime: WallClock.nowMs())
         do {
             let body = try JSONCoding.string(event)
-            _ = try await redis.send("XADD", Self.stream, "MAXLEN", "~", String(Self.maxLength), "*", "app", app.appId, "body", body, "attempt", "0")
+            let enqueued = try await queue.enqueue(appId: app.appId, body: body, generation: app.generation, bound: maxPendingPerApp)
+            if enqueued.dropped > 0 {
+                Metrics.webhookDeliveries("dropped").increment(by: enqueued.dropped)
+                logger.warning(
+                    "webhook events dropped: the app has too many undelivered",
+                    metadata: ["appId": "\(app.appId)", "dropped": "\(enqueued.dropped)", "bound": "\(maxPendingPerApp)"]
+                )
+            }
+            // After the event, never before: a dispatcher that finds the queue empty removes the app only if this
+            // addition has not happened yet, and then it happens after the removal.
+            if enqueued.first { try await index.add(app.appId) }
+            wakeup.signalEnqueued()
         } catch {
-            logger.warning("webhook enqueue failed", metadata: ["error": "\(error)"])
+            logger.warning("webhook enqueue failed", metadata: ["appId": "\(app.appId)", "error": "\(error)"])
         }
     }
 }

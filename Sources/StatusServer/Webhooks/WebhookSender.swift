@@ -19,11 +19,14 @@ struct WebhookSender: Sendable {
         case failed(reason: String)
     }
 
-    /// The HTTP client the dispatcher uses: 2 s to connect and between reads, no redirects (a 3xx is a failure).
-    static func makeClient(timeout: Duration) -> HTTPClient {
+    /// The HTTP client the dispatcher uses: 2 s to connect and between reads, no redirects (a 3xx is a failure), and as
+    /// many connections per receiver host as the dispatcher has slots, so that a request never waits in the client's
+    /// pool behind another app's hung one on the same host.
+    static func makeClient(timeout: Duration, connectionsPerHost: Int) -> HTTPClient {
         let amount = TimeAmount.milliseconds(timeout.inMilliseconds)
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow, timeout: .init(connect: amount, read: amount))
         configuration.connectionPool.idleTimeout = .seconds(30)
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }
 
