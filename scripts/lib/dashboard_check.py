@@ -151,6 +151,10 @@ def exercise():
     assert api("POST", "/v1/apps/dashboard/users/bob/status/query", {"userIds": ["alice"]}, key=key)[0] == 429
     wait_for(lambda: {"statusd_events_delivered_total", "statusd_webhook_deliveries_total"} <= served_metrics(),
              "an event delivered and a webhook sent")
+    # A second device of alice drops: its departure is filed (presence accuracy); the housekeeping's census runs.
+    websocket_device(minted["token"], "web-2").close()
+    wait_for(lambda: {"statusd_departure_lag_seconds_bucket", "statusd_ghost_devices"} <= served_metrics(),
+             "a departure filed and a ghost census")
     # Redis goes away: requests that need it are answered 503 (counted as Redis errors), the client disconnects.
     subprocess.run(["redis-cli", "-p", str(args.redis_port), "shutdown", "nosave"], capture_output=True)
     wait_for(lambda: api("GET", "/v1/apps/dashboard/users/alice", key=key)[0] == 503, "a 503 without Redis")

@@ -32,7 +32,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
         ScriptPreloader(redis: redis, scripts: services.scripts, logger: logger),
         work,
         fanout,
-        HousekeepingService(services: services, index: index, fanout: fanout, logger: logger),
+        HousekeepingService(services: services, index: index, fanout: fanout, accuracy: activity.accuracy, logger: logger),
         WebhookDispatcher(services: services, settings: configuration.webhookDispatch)
     )
     return app

@@ -23,6 +23,8 @@ struct HousekeepingService: Service {
     let services: ServerServices
     let index: FanoutIndex
     let fanout: FanoutService
+    /// Where the ghost census goes.
+    let accuracy: PresenceAccuracy
     let logger: Logger
 
     /// How often the lease is renewed: three times per lease.
@@ -151,6 +153,8 @@ struct HousekeepingService: Service {
         // is filed, so a device listed here without a session has really gone.
         let listed = try await registry.devices(of: registry.nodeId)
         let live = Set(index.allSessions().map(\.connectionId))
+        // The ghost census: records watchers see online with nobody behind them, until filed here.
+        accuracy.ghostCensus(listed.count { !live.contains($0.connection) })
         for device in listed where !live.contains(device.connection) {
             try await fileDisconnect(device)
             try await registry.remove(appId: device.appId, userId: device.userId, deviceId: device.deviceId, connection: device.connection)

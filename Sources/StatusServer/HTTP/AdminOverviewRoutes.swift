@@ -32,6 +32,8 @@ struct AdminOverviewRoutes: Sendable {
         var eventsDelivered: Int
         /// Calls of the app's users refused with `RATE_LIMITED` by this node since it started.
         var rateLimited: Int
+        /// The node's presence accuracy, all apps together (``PresenceAccuracy``).
+        var presenceAccuracy: PresenceAccuracy.Snapshot
     }
 
     func register(on router: Router<some RequestContext>) {
@@ -49,7 +51,8 @@ struct AdminOverviewRoutes: Sendable {
                 nodeId: services.configuration.nodeId,
                 connectedDevices: index.sessions(ofApp: appId).count,
                 eventsDelivered: counters.eventsDelivered,
-                rateLimited: counters.rateLimited
+                rateLimited: counters.rateLimited,
+                presenceAccuracy: activity.accuracy.snapshot
             )
             return JSONResponse(AppStats(appId: appId, onlineUsers: online, node: node, at: WallClock.nowMs()))
         }

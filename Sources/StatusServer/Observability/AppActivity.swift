@@ -6,6 +6,9 @@ import Synchronization
 ///
 /// A session looks its app's ``Counters`` up once, when it connects, so a delivery costs one relaxed atomic add.
 final class AppActivity: Sendable {
+    /// This node's presence accuracy (departure lag, ghost census), shown with the per-app counts.
+    let accuracy = PresenceAccuracy()
+
     /// The counters of one app.
     final class Counters: Sendable {
         /// Events written to the app's devices on this node.

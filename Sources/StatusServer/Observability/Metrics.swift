@@ -23,6 +23,8 @@ enum Metrics {
     /// Sessions closed after a bus gap because their device was removed meanwhile (a missed kick, logout, replacement
     /// or deletion).
     static let auditedDevices = Counter(label: "statusd_gap_closed_sessions_total")
+    /// Device records listed under this node with no live session here, at the housekeeping's last census (ghosts).
+    static let ghostDevices = Gauge(label: "statusd_ghost_devices")
     static let departureLagLabel = "statusd_departure_lag_seconds"
     /// Presence accuracy: the time from a device's last inbound byte to its departure being filed in Redis, by why it
     /// went (`disconnect`: the socket closed; `timeout`: silent past the heartbeat timeout; `slow`: cut off behind).

@@ -227,7 +227,7 @@ struct DeviceGateway: Sendable {
             }
             if departure != nil {
                 let reason = ending == .timedOut ? "timeout" : ending == .tooSlow ? "slow" : "disconnect"
-                Metrics.departureLag[reason]?.recordMilliseconds(session.silenceMs)
+                activity.accuracy.departureFiled(reason: reason, lagMs: session.silenceMs)
             }
             // Only once the departure is filed: until then the node's device list lets its reconciliation file it.
             try await services.nodeDevices.remove(session)
