@@ -28,6 +28,11 @@ public struct ServerConfiguration: Sendable {
     public var housekeepingInterval: Duration
     /// How webhooks are delivered and how many each app may have queued (tests shorten or shrink them).
     var webhookDispatch = WebhookDispatchSettings()
+    /// The most users a resume reads from an app's log of recent changes; past it the resume sends a snapshot instead
+    /// (``SessionSnapshot``). Lowered by tests.
+    var resumeLogReadLimit = RecentChanges.readLimit
+    /// The most users of an `all`/`roles:` scope a snapshot lists (SPEC §10.6: 1,000). Lowered by tests.
+    var snapshotScopeLimit = SessionSnapshot.scopeLimit
 
     /// Creates a configuration.
     public init(

@@ -31,8 +31,8 @@ enum RecentChanges {
         ["SET", RedisKeys(appId: appId).appWideListeners, "1", "PX", String(keepMs)]
     }
 
-    /// Reads the users changed since `since` (epoch ms), the latest first, at most ``readLimit``.
-    static func read(appId: String, since: Int64) -> [String] {
-        ["ZREVRANGEBYSCORE", RedisKeys(appId: appId).recentChanges, "+inf", String(since), "LIMIT", "0", String(readLimit)]
+    /// Reads the users changed since `since` (epoch ms), the latest first, at most `limit`.
+    static func read(appId: String, since: Int64, limit: Int = readLimit) -> [String] {
+        ["ZREVRANGEBYSCORE", RedisKeys(appId: appId).recentChanges, "+inf", String(since), "LIMIT", "0", String(limit)]
     }
 }

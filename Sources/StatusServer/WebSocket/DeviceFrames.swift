@@ -17,6 +17,16 @@ enum DeviceFrames {
     struct StatusChanged: Encodable {
         var event = "onUserStatusChanged"
         var statuses: [UserStatus]
+        /// Set on a resume that fell back to a snapshot whose scope part was cut at its bound.
+        var truncated: Bool? = nil
+    }
+
+    /// `{"event": "onUserStatusChanged", "snapshot": true, "statuses": [...], "truncated": true?}` (SPEC §10.6).
+    struct Snapshot: Encodable {
+        var event = "onUserStatusChanged"
+        var snapshot = true
+        var statuses: [UserStatus]
+        var truncated: Bool?
     }
 
     /// `{"event": "kicked", "reason": "..."}`.

@@ -32,6 +32,8 @@ struct DeviceGateway: Sendable {
         var scope: PresenceScope
         /// The `resume` token presented, when it could be one (SPEC §7; anything else is ignored).
         var resume: String?
+        /// `&snapshot=true`: the current status of everyone the device may hear about follows the welcome (SPEC §10.6).
+        var snapshot = false
     }
 
     /// What an upgrade request gets: a session whose handler is ready to go into the pipeline, or a refusal with the
@@ -78,6 +80,12 @@ struct DeviceGateway: Sendable {
         let platform = try Platform.parse(String(rawPlatform))
         let scope = try PresenceScope.parse(query.get("presence").map { String($0) })
         let resume = query.get("resume").map { String($0) }.flatMap { ResumePoint.isPlausible(token: $0) ? $0 : nil }
+        let snapshot: Bool
+        switch query.get("snapshot").map({ String($0) }) {
+        case nil, "false": snapshot = false
+        case "true": snapshot = true
+        default: throw StatusError(.invalidRequest, "snapshot must be true or false")
+        }
         return Parameters(
             app: app,
             userId: verified.userId,
@@ -85,7 +93,8 @@ struct DeviceGateway: Sendable {
             deviceId: deviceId,
             platform: platform,
             scope: scope,
-            resume: resume
+            resume: resume,
+            snapshot: snapshot
         )
     }
 
@@ -144,6 +153,18 @@ struct DeviceGateway: Sendable {
         {
             // Right after the welcome, before anything the session has waiting (SPEC §7).
             frames.writeBuffer(&missed)
+        }
+        if parameters.snapshot {
+            // After the resume's frame, if any (SPEC §10.6). A read that fails refuses the upgrade (503), undoing the
+            // connect like any other failure after it.
+            do {
+                let result = try await SessionSnapshot(services: services, index: index).read(session: session, app: parameters.app)
+                var snapshot = try SessionSnapshot.frame(result)
+                frames.writeBuffer(&snapshot)
+            } catch {
+                await abandon(session, app: parameters.app, connected: true)
+                throw error
+            }
         }
         return (session, frames)
     }

@@ -23,7 +23,25 @@ struct SessionResume: Sendable {
             switch session.scope {
             case .all, .roles:
                 if app.config.allowsStatusQuery {
-                    others = try await services.redis.send(RecentChanges.read(appId: app.appId, since: since)).array?.compactMap(\.string) ?? []
+                    let limit = services.configuration.resumeLogReadLimit
+                    let command = RecentChanges.read(appId: app.appId, since: since, limit: limit)
+                    others = try await services.redis.send(command).array?.compactMap(\.string) ?? []
+                    if others.count >= limit {
+                        // More moved than one resume reads: rather than drop the rest, send the current status of
+                        // everyone the device may hear about (SPEC §10.7), as a snapshot would.
+                        let snapshot = try await SessionSnapshot(services: services, index: index).read(session: session, app: app)
+                        var own: [UserStatus] = []
+                        if let stored = try await services.statuses.stored(appId: app.appId, userIds: [session.userId])[session.userId],
+                            app.config.multiDeviceSync
+                        {
+                            own = [stored.viewed(by: .privileged, appDefault: app.config.lastSeenPrivacy)]
+                        }
+                        let frame = DeviceFrames.StatusChanged(
+                            statuses: (own + snapshot.statuses).sorted { $0.userId < $1.userId },
+                            truncated: snapshot.truncated ? true : nil
+                        )
+                        return WebSocketWire.text(try JSONCoding.string(frame))
+                    }
                 }
             case .subscriptions, .friends:
                 break

@@ -135,6 +135,8 @@ struct DeviceOptions {
     var origin: String?
     /// A `resume` token to send back (SPEC §7).
     var resume: String?
+    /// Ask for a snapshot after the welcome (SPEC §10.6).
+    var snapshot = false
 }
 
 extension APIClient {
@@ -173,6 +175,7 @@ extension APIClient {
         var query = "deviceId=\(options.deviceId)&platform=\(options.platform)"
         if let presence = options.presence { query += "&presence=\(presence)" }
         if let resume = options.resume { query += "&resume=\(resume)" }
+        if options.snapshot { query += "&snapshot=true" }
         var headers: HTTPFields = [:]
         if options.tokenInQuery { query += "&token=\(token)" } else { headers[.authorization] = "Bearer \(token)" }
         if let origin = options.origin { headers[.origin] = origin }

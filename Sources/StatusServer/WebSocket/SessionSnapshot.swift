@@ -1,0 +1,89 @@
+import NIOCore
+import StatusCore
+
+/// The current status of everyone a session may hear about (SPEC §10.6 snapshot), read once, in pipelined batches:
+/// its relationships (§6 rules 2–3 and the `friends` scope) and, for an `all` or `roles:` scope, the users of that
+/// scope it currently sees online, at most ``scopeLimit``. Each is shown as the session may see it (blocked pairs are
+/// not heard at all, last-seen privacy applies). A snapshot is no call: not rate-limited, not counted.
+///
+/// It serves `&snapshot=true` and a resume whose log of recent changes passed its bound (``RecentChanges/readLimit``):
+/// rather than silently drop what lies beyond, that resume sends the snapshot instead.
+struct SessionSnapshot: Sendable {
+    let services: ServerServices
+    let index: FanoutIndex
+
+    /// The most users of an `all`/`roles:` scope a snapshot lists; past it the frame says `"truncated": true`.
+    static let scopeLimit = 1_000
+    /// The most online users a snapshot examines for a `roles:` scope (whose members are found by reading them).
+    static let scopeScanLimit = 10_000
+
+    struct Result: Sendable {
+        var statuses: [UserStatus]
+        var truncated: Bool
+    }
+
+    func read(session: DeviceSession, app: AppRecord) async throws -> Result {
+        let config = app.config
+        var shown: [UserStatus] = []
+        var listed: Set<String> = [session.userId]
+        let related = index.watched(by: session).filter { !$0.isSelf }
+        for chunk in related.chunks(of: FanoutService.resyncChunk) {
+            let statuses = try await services.statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
+            for facts in chunk {
+                guard let stored = statuses[facts.userId], Entitlement.hears(facts, role: stored.role, scope: session.scope, config: config)
+                else { continue }
+                listed.insert(facts.userId)
+                shown.append(stored.viewed(by: .other(isFriend: facts.isFriend), appDefault: config.lastSeenPrivacy))
+            }
+        }
+        var truncated = false
+        if session.scope.isAppWide, config.allowsStatusQuery {
+            truncated = try await appendScope(of: session, app: app, listed: &listed, into: &shown)
+        }
+        shown.sort { $0.userId < $1.userId }
+        return Result(statuses: shown, truncated: truncated)
+    }
+
+    /// Adds the online users of an app-wide scope, in id order, up to ``scopeLimit`` (as configured); returns whether
+    /// some were left out.
+    private func appendScope(of session: DeviceSession, app: AppRecord, listed: inout Set<String>, into shown: inout [UserStatus]) async throws -> Bool {
+        let key = RedisKeys(appId: app.appId).online
+        let blocked = index.watched(by: session).filter(\.blocked).map(\.userId)
+        var after: String?
+        var added = 0
+        var examined = 0
+        while examined < Self.scopeScanLimit {
+            let start = after.map { "(" + $0 } ?? "-"
+            let batch = FanoutService.resyncChunk
+            let ids = try await services.redis.send("ZRANGEBYLEX", key, start, "+", "LIMIT", "0", String(batch)).array?.compactMap(\.string) ?? []
+            guard !ids.isEmpty else { return false }
+            examined += ids.count
+            after = ids.last
+            let fresh = ids.filter { !listed.contains($0) && !blocked.contains($0) }
+            let statuses = try await services.statuses.stored(appId: app.appId, userIds: fresh)
+            for userId in fresh {
+                guard let stored = statuses[userId], stored.status.statusType == .online else { continue }
+                let facts = Entitlement.Facts(userId: userId, isSelf: false, subscribes: false, isFriend: false, blocked: false)
+                guard Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config) else { continue }
+                if added == services.configuration.snapshotScopeLimit { return true }
+                listed.insert(userId)
+                shown.append(stored.viewed(by: .other(isFriend: false), appDefault: app.config.lastSeenPrivacy))
+                added += 1
+            }
+            if ids.count < batch { return false }
+        }
+        return true
+    }
+
+    /// The snapshot frame (SPEC §10.6): sent even when empty.
+    static func frame(_ result: Result) throws -> ByteBuffer {
+        WebSocketWire.text(try JSONCoding.string(DeviceFrames.Snapshot(statuses: result.statuses, truncated: result.truncated ? true : nil)))
+    }
+}
+
+extension Array {
+    /// The array in consecutive slices of at most `size` elements.
+    func chunks(of size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}

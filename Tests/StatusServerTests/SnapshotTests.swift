@@ -1,0 +1,97 @@
+import Foundation
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §10.6 snapshots: `&snapshot=true` gives, right after the welcome (after a resume's frame when both), one
+/// `onUserStatusChanged` with `"snapshot": true` and the current status of everyone the device may hear about, even when
+/// that is nobody; an `all`/`roles:` scope adds the users it sees online, at most the bound, with `"truncated": true`
+/// past it. A resume whose log of recent changes passed its bound sends such a snapshot instead of dropping the rest
+/// (SPEC §10.7).
+@Suite struct SnapshotTests {
+    /// The frames a device received, decoded, in order (coalesced frames kept whole).
+    private func frames(_ device: TestDevice) throws -> [JSONValue] {
+        try device.rawFrames.map { try JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+    }
+
+    @Test func theSnapshotFollowsTheWelcomeWithWhatTheDeviceMayHear() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "friendStatusNotify": true])
+            try await app.createUsers(["watcher", "alice", "bob", "carol", "dave", "loner"])
+            expectOK(try await app.subscribe("watcher", ["alice", "bob"]))
+            expectOK(try await app.call(.put, "/users/watcher/friends", ["userIds": ["carol"]]))
+            expectOK(try await app.call(.put, "/users/bob/blocks", ["userIds": ["watcher"]]))
+            expectOK(try await app.setStatus("alice", "here"))
+            let port = api.client.port!
+            try await app.withDevice(port: port, userId: "watcher", DeviceOptions(deviceId: "w1", snapshot: true)) { device, _ in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                let received = try frames(device)
+                #expect(received.first?["event"] == "welcome")
+                let snapshot = try #require(received.dropFirst().first)
+                #expect(snapshot["snapshot"] == true)
+                #expect(snapshot.has("truncated") == false)
+                // bob blocked the watcher: not heard, not listed; dave is no relation.
+                #expect(snapshot["statuses"].array.compactMap { $0["userId"].string } == ["alice", "carol"])
+                #expect(snapshot["statuses"][0]["customStatus"] == "here")
+            }
+            try await app.withDevice(port: port, userId: "loner", DeviceOptions(deviceId: "l1", snapshot: true)) { device, _ in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                let snapshot = try #require(try frames(device).dropFirst().first)
+                #expect(snapshot == ["event": "onUserStatusChanged", "snapshot": true, "statuses": []])
+            }
+            let refused = try await app.withDevice(port: port, userId: "loner", DeviceOptions(deviceId: "l2", snapshot: true)) { _, _ in 0 }
+            #expect(refused == 0)
+        }
+    }
+
+    @Test func anAppWideScopeListsTheUsersItSeesOnlineUpToTheBound() async throws {
+        try await withStatusd(.live, configure: { $0.snapshotScopeLimit = 3 }) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            let online = ["o1", "o2", "o3", "o4"]
+            try await app.createUsers(["watcher", "offline"] + online)
+            for user in online { expectOK(try await app.login(user, "d")) }
+            try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1", presence: "all", snapshot: true)) { device, _ in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                let snapshot = try #require(try frames(device).dropFirst().first)
+                #expect(snapshot["statuses"].array.compactMap { $0["userId"].string } == ["o1", "o2", "o3"])
+                #expect(snapshot["truncated"] == true)
+            }
+        }
+    }
+
+    @Test func aResumePastItsBoundSendsTheSnapshotInsteadOfDroppingTheRest() async throws {
+        try await withStatusd(.live, configure: { $0.resumeLogReadLimit = 3 }) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            let online = ["o1", "o2", "o3", "o4", "o5"]
+            try await app.createUsers(["watcher"] + online)
+            for user in online { expectOK(try await app.login(user, "d")) }
+            let port = api.client.port!
+            let token = try await app.withDevice(port: port, userId: "watcher", DeviceOptions(deviceId: "w1", presence: "all")) { _, welcome in
+                try #require(welcome["resume"].string)
+            }
+            for user in online { expectOK(try await app.setStatus(user, "moved")) }
+            try await app.withDevice(port: port, userId: "watcher", DeviceOptions(deviceId: "w1", presence: "all", resume: token)) { device, _ in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                let resumed = try #require(try frames(device).dropFirst().first)
+                let users = resumed["statuses"].array.compactMap { $0["userId"].string }
+                #expect(users == online + ["watcher"])
+                #expect(resumed["statuses"].array.filter { $0["customStatus"] == "moved" }.count == online.count)
+            }
+        }
+    }
+
+    @Test func snapshotTakesTrueOrFalseOnly() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            let token = try await app.token(for: "alice")
+            let refused = try await app.client.execute(
+                uri: "/v1/connect?deviceId=d1&platform=web&snapshot=yes",
+                method: .get,
+                headers: [.authorization: "Bearer \(token)", .upgrade: "websocket", .connection: "Upgrade", .secWebSocketKey: "dGhlIHNhbXBsZSBub25jZQ==", .secWebSocketVersion: "13"]
+            ) { response in response.status.code }
+            #expect(refused == 400)
+        }
+    }
+}
