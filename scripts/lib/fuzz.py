@@ -1437,15 +1437,18 @@ class WsFuzz:
         state["log"].append((kind, data))
         return kind
 
+    def fail(self, kind, key, where, detail, data=b""):
+        self.findings.add(kind, key, where, detail + (f"; frames sent: {ws_plain(data)}" if data else ""), data)
+
     def check_frames(self, where, frames, state):
         for opcode, payload, masked, rsv in frames:
             if masked or rsv:
-                self.findings.add("ws-protocol", "server frame", where, "a server frame masked or with RSV bits")
+                self.fail("ws-protocol", "server frame", where, "a server frame masked or with RSV bits")
             if opcode == 1:
                 try:
                     msg = json.loads(payload)
                 except ValueError:
-                    self.findings.add("ws-protocol", "text", where, f"a text frame that is not JSON: {payload[:80]!r}")
+                    self.fail("ws-protocol", "text", where, f"a text frame that is not JSON: {payload[:80]!r}")
                     continue
                 if not isinstance(msg, dict):
                     continue
@@ -1457,14 +1460,14 @@ class WsFuzz:
                             near = [x for x in state["sent"] if x.startswith(rid[:40])]
                             what = (f"the id of a {len(near[0])}-byte id cut to {len(rid)} bytes" if near
                                     else f"an id no frame carried: {rid[:80]!r}")
-                            self.findings.add("ws-id", "unknown id", where, f"a reply with {what}",
+                            self.fail("ws-id", "unknown id", where, f"a reply with {what}",
                                               state["log"][-1][1] if state["log"] else b"")
                         state["answered"].add(rid)
                     if not msg["ok"]:
                         code = (msg.get("error") or {}).get("code")
                         self.stats[f"code {code}"] += 1
                         if code == "INTERNAL" or code not in ERROR_STATUS:
-                            self.findings.add("ws-error", str(code), where, f"error reply {json.dumps(msg)[:200]}",
+                            self.fail("ws-error", str(code), where, f"error reply {json.dumps(msg)[:200]}",
                                               state["log"][-1][1] if state["log"] else b"")
                 elif msg.get("event") == "kicked":
                     state["kicked"] = True
@@ -1486,7 +1489,7 @@ class WsFuzz:
                 while not conn.closed and time.monotonic() < deadline:
                     self.check_frames(where, conn.read_frames(deadline), state)
                 if not conn.closed:
-                    self.findings.add("ws-hang", "tcp open after close", where,
+                    self.fail("ws-hang", "tcp open after close", where,
                                       "close frames exchanged, TCP connection still open 2 s later")
                 return True
         return conn.closed
@@ -1509,14 +1512,14 @@ class WsFuzz:
                 return "closed"
         return "silent"
 
-    def session(self, n):
+    def session(self, n, verbose=False):
         rng = random.Random(f"{self.args.seed}:ws:{n}")
         where = f"ws#{n}"
         device = f"fz-{n % 3}"
         try:
             conn = self.connect(device)
         except (OSError, RuntimeError) as e:
-            self.findings.add("ws-connect", "connect", where, str(e))
+            self.fail("ws-connect", "connect", where, str(e))
             time.sleep(0.2)
             return
         self.stats["sessions"] += 1
@@ -1528,7 +1531,7 @@ class WsFuzz:
         except ValueError:
             welcome = []
         if not welcome or not isinstance(welcome[0], dict) or welcome[0].get("event") != "welcome":
-            self.findings.add("ws-protocol", "welcome", where, f"no welcome within 2 s: {frames[:1]}")
+            self.fail("ws-protocol", "welcome", where, f"no welcome within 2 s: {frames[:1]}")
         self.check_frames(where, frames[1:], state)
         for k in range(rng.randint(1, 12)):
             kind = self.step(rng, n, k, conn, state)
@@ -1539,15 +1542,18 @@ class WsFuzz:
                 break
         log = state["log"]
         repro = b"".join(d for _, d in log)
+        if verbose:
+            for kind, data in log:
+                out(f"sent {kind}: {show_bytes(data, 2000)}\n  = {ws_plain(data, 2000)}")
         if state["protocol_error"]:
             if not self.wait_close(conn, where, state):
                 result = self.ping_check(conn, where, state)
                 if result == "pong":
-                    self.findings.add("ws-protocol", state["protocol_error"], where,
+                    self.fail("ws-protocol", state["protocol_error"], where,
                                       f"{state['protocol_error']}: the socket stays open (README: close 1002/1007/"
                                       "1009)", log[-1][1])
                 elif result == "silent":
-                    self.findings.add("ws-hang", state["protocol_error"], where,
+                    self.fail("ws-hang", state["protocol_error"], where,
                                       "after a protocol error neither closed nor answering a ping in 2 s", log[-1][1])
             self.stats["closed-by-server"] += 1
         elif state["uncertain"]:
@@ -1555,12 +1561,12 @@ class WsFuzz:
         elif state["logout"]:
             self.check_frames(where, conn.read_frames(time.monotonic() + ANSWER_SECONDS), state)
             if not self.wait_close(conn, where, state):
-                self.findings.add("ws-hang", "logout", where, "the socket stays open 2 s after a logout reply")
+                self.fail("ws-hang", "logout", where, "the socket stays open 2 s after a logout reply")
         elif not conn.closed:
             result = self.ping_check(conn, where, state)
             self.stats[f"ping {result}"] += 1
             if result == "silent":
-                self.findings.add("ws-hang", "ping", where, "a ping not answered within 2 s on an open socket",
+                self.fail("ws-hang", "ping", where, "a ping not answered within 2 s on an open socket",
                                   repro)
             elif result == "pong":
                 sync = f"{n}-sync"
@@ -1573,18 +1579,18 @@ class WsFuzz:
                 while sync not in state["answered"] and time.monotonic() < deadline and not conn.closed:
                     self.check_frames(where, conn.read_frames(deadline), state)
                 if sync not in state["answered"] and not conn.closed and not state["kicked"]:
-                    self.findings.add("ws-hang", "sync", where, "a heartbeat request not answered within 5 s", repro)
+                    self.fail("ws-hang", "sync", where, "a heartbeat request not answered within 5 s", repro)
                 missing = state["expect"] - state["answered"] - state["optional"]
                 if sync in state["answered"] and missing:
                     kinds = ",".join(k for k, _ in log)
-                    self.findings.add("ws-id", kinds, where,
+                    self.fail("ws-id", kinds, where,
                                       f"no reply carrying id(s) {sorted(m[:60] for m in missing)}", repro)
         # the end of the session: our close, answered by the server's within 2 s
         if not conn.closed:
             try:
                 conn.sock.sendall(ws_frame(8, struct.pack(">H", 1000), rng))
                 if not self.wait_close(conn, where, state) and not state["uncertain"]:
-                    self.findings.add("ws-hang", "close", where, "our close frame not answered within 2 s", repro)
+                    self.fail("ws-hang", "close", where, "our close frame not answered within 2 s", repro)
             except OSError:
                 pass
         conn.sock.close()
@@ -1597,11 +1603,58 @@ class WsFuzz:
         return n
 
 
+def ws_plain(data, limit=300):
+    """The frames of a reproduction, unmasked: opcode, FIN, RSV, mask, payload."""
+    conn = WsConn(None, bytes(data))
+    frames, raw = [], bytes(data)
+    while len(raw) >= 2:
+        b0 = raw[0]
+        got = conn.parse()[:1]
+        if not got:
+            frames.append(f"(cut: {len(conn.buf)} bytes)")
+            break
+        op, payload, masked, rsv = got[0]
+        frames.append(f"op={op}{'' if b0 & 0x80 else ' FIN=0'}{f' RSV={rsv >> 4}' if rsv else ''}"
+                      f"{'' if masked else ' unmasked'} {show_bytes(payload, 160)}")
+        raw = conn.buf
+    text = " | ".join(frames)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def state_close_code(payload):
     return struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else "none"
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+
+def replay(args):
+    """One case of a seeded run, alone, on fresh fixtures: its bytes, the answers, the checks."""
+    findings = Findings()
+    api = Api(args.url, args.admin_key)
+    api.setup()
+    phase, _, number = args.only.partition("#")
+    n = int(number)
+    if phase == "http":
+        hf = HttpFuzz(args, api, findings)
+        hf.learn_baseline()
+        case, data, split = hf.make_case(n)
+        out(f"{args.only} {case.tpl['name']} {'+'.join(case.muts)}: {show_bytes(data, 4000)}")
+        before = api.snapshot()
+        ex = hf.run_bytes(data, split, case.method, case.expect100 and len(case.muts) == 1, HANG_SECONDS)
+        for status, headers, body in ex.responses:
+            out(f"answer {status} {body[:300]!r}")
+        out("connection closed" if ex.closed else "connection open")
+        accepted = hf.check(args.only, case, ex, data)
+        diff = snapshot_diff(before, api.snapshot())
+        if diff:
+            out(("accepted; " if accepted else "FAIL  refused, yet ") + "stored data changed: " + "; ".join(diff))
+            if not accepted:
+                findings.count["data-changed"] += 1
+        ex.sock.close()
+    else:
+        WsFuzz(args, api, findings).session(n, verbose=True)
+    return 1 if findings.count else 0
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
@@ -1611,7 +1664,10 @@ def main():
     parser.add_argument("--seconds", type=float, default=90)
     parser.add_argument("--cases", type=int, default=None, help="at most this many cases per phase")
     parser.add_argument("--phases", default="slow,http,ws")
+    parser.add_argument("--only", default=None, help="replay one case of a run with this seed: http#N or ws#N")
     args = parser.parse_args()
+    if args.only:
+        return replay(args)
     started = time.monotonic()
     out(f"fuzz seed {args.seed} (STATUSD_FUZZ_SEED), budget {args.seconds:.0f} s (STATUSD_FUZZ_SECONDS)")
     findings = Findings()
