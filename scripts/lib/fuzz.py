@@ -1027,6 +1027,7 @@ class HttpFuzz:
                                       and data.split(b" ", 1)[0] in (b"GET", b"HEAD"))
             batch.append((where, case, data, split, dirty))
             if len(batch) >= BATCH or time.monotonic() >= until:
+                time.sleep(0.03)  # a handler may still be finishing after its connection was refused and closed
                 cur = api.snapshot()
                 self.stats["snapshots"] += 1
                 if cur != prev:
@@ -1067,7 +1068,7 @@ class HttpFuzz:
                                     0.3 if case.incomplete else ANSWER_SECONDS)
             except OSError:
                 continue
-            time.sleep(0.05)
+            time.sleep(0.1)
             if self.api.snapshot() != before:
                 if not ex.responses and not ex.closed:  # what did it get in the end?
                     read_responses(ex, ex.first_byte + HANG_SECONDS)
