@@ -1721,6 +1721,8 @@ def main():
     for kind in sorted(hf.by_kind):
         out(f"{kind:<14}" + "".join(f"{hf.by_kind[kind][c]:>9}" for c in classes))
     out(f"{'all requests':<14}" + "".join(f"{hf.stats[c]:>9}" for c in classes))
+    out("(answers per status class; closed: no answer; slow: none within the first wait, then followed up to "
+        f"{HANG_SECONDS:.0f} s, its final answer counted too)")
     out(f"http: {http_cases} cases, {hf.stats['snapshots']} snapshots, {hf.stats['restores']} fixture restores, "
         f"{hf.stats['pending-resolved']} answered or closed between 2 and 12 s, {hf.stats['hang']} hung")
     out(f"{'ws mutation':<22}{'frames':>9}")
