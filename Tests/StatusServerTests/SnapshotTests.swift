@@ -51,7 +51,9 @@ import Testing
             let online = ["o1", "o2", "o3", "o4"]
             try await app.createUsers(["watcher", "offline"] + online)
             for user in online { expectOK(try await app.login(user, "d")) }
-            try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1", presence: "all", snapshot: true)) { device, _ in
+            try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1", presence: "all", snapshot: true)) {
+                device,
+                _ in
                 try await device.waitFor { $0["event"] == "onUserStatusChanged" }
                 let snapshot = try #require(try frames(device).dropFirst().first)
                 #expect(snapshot["statuses"].array.compactMap { $0["userId"].string } == ["o1", "o2", "o3"])
@@ -89,7 +91,10 @@ import Testing
             let refused = try await app.client.execute(
                 uri: "/v1/connect?deviceId=d1&platform=web&snapshot=yes",
                 method: .get,
-                headers: [.authorization: "Bearer \(token)", .upgrade: "websocket", .connection: "Upgrade", .secWebSocketKey: "dGhlIHNhbXBsZSBub25jZQ==", .secWebSocketVersion: "13"]
+                headers: [
+                    .authorization: "Bearer \(token)", .upgrade: "websocket", .connection: "Upgrade", .secWebSocketKey: "dGhlIHNhbXBsZSBub25jZQ==",
+                    .secWebSocketVersion: "13",
+                ]
             ) { response in response.status.code }
             #expect(refused == 400)
         }

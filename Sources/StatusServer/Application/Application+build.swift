@@ -46,6 +46,7 @@ func buildRouter(services: ServerServices, index: FanoutIndex, activity: AppActi
     router.add(middleware: RequestMetricsMiddleware())
     router.add(middleware: ErrorMiddleware(activity: activity))
     router.add(middleware: EmptyPathSegmentMiddleware())
+    router.add(middleware: WholeRequestMiddleware())
     HealthRoutes(services: services, registry: registry).register(on: router)
     AdminRoutes(services: services).register(on: router)
     AdminOverviewRoutes(services: services, index: index, activity: activity).register(on: router)

@@ -54,6 +54,7 @@ struct AdminRoutes: Sendable {
         apps.delete(":appId") { request, context in
             try services.auth.requireAdmin(request)
             let appId = try Identifiers.appId(pathSegment: context.parameters.require("appId"))
+            try await RequestBody.requireNone(request)
             try await services.apps.delete(appId)
             await services.bus.publish(.deleted(appId: appId, userId: nil))
             return Response(status: .noContent)

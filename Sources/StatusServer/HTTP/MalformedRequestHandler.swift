@@ -35,6 +35,8 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var answeredEarly = false
     /// The response being written says `Connection: close`: the connection closes once it is written.
     private var closeAfterResponse = false
+    /// Requests read whole whose response has not ended yet: a parse error after them belongs to a later request.
+    private var unanswered = 0
 
     /// Adds the handler right after the HTTP request decoder of an HTTP/1.1 server pipeline.
     static func install(in pipeline: ChannelPipeline.SynchronousOperations) throws {
@@ -81,6 +83,7 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
             context.fireChannelRead(data)
         case .end:
             reading = false
+            unanswered += 1
             context.triggerUserOutboundEvent(RequestDeadlineHandler.RequestComplete(), promise: nil)
             context.fireChannelRead(data)
         }
@@ -130,6 +133,14 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
             context.fireErrorCaught(error)
             return
         }
+        // Bytes after a request that is still being answered (pipelined): a 400 now would be read as that request's
+        // answer, and say it was refused when it was carried out. The connection closes unanswered instead: the client
+        // learns the later request's fate is unknown, as with any connection lost.
+        if unanswered > 0 && !reading {
+            refused = true
+            context.close(promise: nil)
+            return
+        }
         // The decoder closes the channel right after this returns: answer now, synchronously.
         refuse(context: context, message: "malformed HTTP request")
     }
@@ -142,7 +153,7 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
                 head.headers.contains(name: "connection") && head.headers["connection"].contains { $0.lowercased().contains("close") }
         case .end:
             responding = false
-            if reading { answeredEarly = true }
+            if reading { answeredEarly = true } else { unanswered = max(0, unanswered - 1) }
             if closeAfterResponse {
                 // Hummingbird keeps reading after a response that says `Connection: close` (it honours only the
                 // request's header): close once the response is out.
@@ -161,10 +172,13 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
         refuse(context: context, StatusError(.invalidRequest, message))
     }
 
-    /// Answers `error` with the SPEC body (unless a response is under way) and closes the connection.
+    /// Answers `error` with the SPEC body (unless a response is under way) and closes the connection. A request refused
+    /// while its body was being read has its body stream failed first: a route already waiting for it (or one, like a
+    /// `DELETE`, that reads it whole before acting, ``WholeRequestMiddleware``) must not act on part of a request.
     private func refuse(context: ChannelHandlerContext, _ error: StatusError) {
         guard !refused else { return }
         refused = true
+        if reading { context.fireErrorCaught(error) }
         if !responding {
             let body = ByteBuffer(string: (try? JSONCoding.string(ErrorBody(error: error))) ?? "")
             let headers = HTTPHeaders([

@@ -43,6 +43,20 @@ enum RequestBody {
         return try decodeWithFoundation(T.self, from: buffer)
     }
 
+    /// For a route that takes no body: an empty body or `{}` passes; anything else is `INVALID_REQUEST` (SPEC §7:
+    /// malformed JSON and unknown members are refused on every route).
+    static func requireNone(_ request: Request) async throws {
+        guard let buffer = try await collect(request) else { return }
+        try buffer.withUnsafeReadableBytes { bytes throws(StatusError) in
+            try StrictJSON.validate(bytes, members: noMembers)
+            guard bytes.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") else {
+                throw StatusError(.invalidRequest, "this route takes no body, or an empty object")
+            }
+        }
+    }
+
+    private static let noMembers = StrictJSON.Members([])
+
     private static let missingBody = StatusError(.invalidRequest, "a JSON body is required")
 
     /// The body within ``maxBytes``, or nil when it is empty.

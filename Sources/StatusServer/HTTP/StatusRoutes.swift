@@ -122,10 +122,12 @@ struct StatusRoutes: Sendable {
         }
         app.post("users/:userId/devices/:deviceId/heartbeat") { request, context in
             let (app, userId, deviceId) = try await device(request, context)
+            try await RequestBody.requireNone(request)
             return EncodedJSONResponse(try await presence.heartbeat(app: app, userId: userId, deviceId: deviceId))
         }
         app.post("users/:userId/devices/:deviceId/logout") { request, context in
             let (app, userId, deviceId) = try await device(request, context)
+            try await RequestBody.requireNone(request)
             try await services.users.requireExists(appId: app.appId, userId: userId)
             return EncodedJSONResponse(try await presence.remove(app: app, userId: userId, deviceIds: [deviceId], because: .logout).status)
         }

@@ -30,6 +30,7 @@ struct UserRoutes: Sendable {
         }
         users.delete(":userId") { request, context in
             let (app, userId) = try await services.user(request, context)
+            try await RequestBody.requireNone(request)
             try await services.users.requireExists(appId: app.appId, userId: userId)
             try await services.presence.remove(app: app, userId: userId, deviceIds: [], because: .kicked)
             let related = try await services.users.delete(appId: app.appId, userId: userId)

@@ -47,7 +47,9 @@ struct DeviceRequestHandler: Sendable {
             return (DeviceFrames.failure(id: id, ErrorMiddleware<StatusRequestContext>.statusError(for: error)), .keepOpen)
         }
         guard case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: data) else {
-            return (DeviceFrames.failure(id: .null, StatusError(.invalidRequest, "a frame must be a JSON object with id and op")), .keepOpen)
+            // Valid JSON the decoder still refuses (a number past a Double, say): answered with its id all the same.
+            let id = RequestIdPeek.id(in: message.readableBytesView) ?? .null
+            return (DeviceFrames.failure(id: id, StatusError(.invalidRequest, "a frame must be a JSON object with id and op")), .keepOpen)
         }
         let id = fields["id"] ?? .null
         let op = fields["op"].flatMap { if case .string(let op) = $0 { op } else { nil } }

@@ -28,7 +28,7 @@ enum RequestIdPeek {
                     index = bytes.index(after: index)
                     continue
                 }
-                if value.count <= 256 { value.append(byte) }
+                value.append(byte)
             }
             return nil
         }

@@ -46,7 +46,12 @@ struct SessionSnapshot: Sendable {
 
     /// Adds the online users of an app-wide scope, in id order, up to ``scopeLimit`` (as configured); returns whether
     /// some were left out.
-    private func appendScope(of session: DeviceSession, app: AppRecord, listed: inout Set<String>, into shown: inout [UserStatus]) async throws -> Bool {
+    private func appendScope(
+        of session: DeviceSession,
+        app: AppRecord,
+        listed: inout Set<String>,
+        into shown: inout [UserStatus]
+    ) async throws -> Bool {
         let key = RedisKeys(appId: app.appId).online
         let blocked = index.watched(by: session).filter(\.blocked).map(\.userId)
         var after: String?
