@@ -46,7 +46,8 @@ import Testing
     }
 
     @Test func anAppWideScopeListsTheUsersItSeesOnlineUpToTheBound() async throws {
-        try await withStatusd(.live, configure: { $0.snapshotScopeLimit = 3 }) { api in
+        let smallScope: (inout ServerConfiguration) -> Void = { $0.snapshotScopeLimit = 3 }
+        try await withStatusd(.live, configure: smallScope) { api in
             let app = try await api.createApp(config: premiumConfig)
             let online = ["o1", "o2", "o3", "o4"]
             try await app.createUsers(["watcher", "offline"] + online)
@@ -63,7 +64,8 @@ import Testing
     }
 
     @Test func aResumePastItsBoundSendsTheSnapshotInsteadOfDroppingTheRest() async throws {
-        try await withStatusd(.live, configure: { $0.resumeLogReadLimit = 3 }) { api in
+        let smallLog: (inout ServerConfiguration) -> Void = { $0.resumeLogReadLimit = 3 }
+        try await withStatusd(.live, configure: smallLog) { api in
             let app = try await api.createApp(config: premiumConfig)
             let online = ["o1", "o2", "o3", "o4", "o5"]
             try await app.createUsers(["watcher"] + online)

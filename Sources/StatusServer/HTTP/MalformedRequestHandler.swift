@@ -134,11 +134,11 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
             return
         }
         // Bytes after a request that is still being answered (pipelined): a 400 now would be read as that request's
-        // answer, and say it was refused when it was carried out. The connection closes unanswered instead: the client
-        // learns the later request's fate is unknown, as with any connection lost.
+        // answer, and say it was refused when it was carried out. That request is answered first, then the connection
+        // closes: the client learns the later bytes were not served, as with any connection lost.
         if unanswered > 0 && !reading {
             refused = true
-            context.close(promise: nil)
+            if responding || unanswered > 0 { closeAfterResponse = true } else { context.close(promise: nil) }
             return
         }
         // The decoder closes the channel right after this returns: answer now, synchronously.
@@ -150,7 +150,8 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
         case .head(let head) where head.status.code >= 200:
             responding = true
             closeAfterResponse =
-                head.headers.contains(name: "connection") && head.headers["connection"].contains { $0.lowercased().contains("close") }
+                refused
+                || (head.headers.contains(name: "connection") && head.headers["connection"].contains { $0.lowercased().contains("close") })
         case .end:
             responding = false
             if reading { answeredEarly = true } else { unanswered = max(0, unanswered - 1) }
