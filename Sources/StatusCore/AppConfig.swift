@@ -54,6 +54,8 @@ public struct AppConfig: Sendable, Hashable, Codable {
     public var lastSeenPrivacy = LastSeenPrivacy.everyone
     /// Browser origins allowed to open device WebSockets (``AllowedOrigins``), normalized; nil accepts any origin.
     public var allowedOrigins: [String]?
+    /// SPEC §3/§10.6: device connects (WebSocket upgrades and backend logins together) per user, sliding window.
+    public var connectRateLimit = RateLimit(calls: 30, windowSeconds: 60)
 
     /// The defaults of SPEC §3.
     public init() {}
@@ -61,7 +63,7 @@ public struct AppConfig: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case plan, statusQuery, friendStatusNotify, multiDeviceSync, customStatusMaxBytes, subscriptionLimit
         case subscribeBatchLimit, queryBatchLimit, rateLimit, heartbeatTimeoutSeconds, subscriptionRetentionSeconds
-        case webhook, maxDevicesPerUser, loginPolicy, lastSeenPrivacy, allowedOrigins
+        case webhook, maxDevicesPerUser, loginPolicy, lastSeenPrivacy, allowedOrigins, connectRateLimit
     }
 
     /// Decodes a stored config; a flag missing from it (stored before the flag existed) keeps its default.
@@ -85,6 +87,7 @@ public struct AppConfig: Sendable, Hashable, Codable {
         loginPolicy = try container.decodeIfPresent(LoginPolicy.self, forKey: .loginPolicy) ?? defaults.loginPolicy
         lastSeenPrivacy = try container.decodeIfPresent(LastSeenPrivacy.self, forKey: .lastSeenPrivacy) ?? defaults.lastSeenPrivacy
         allowedOrigins = try container.decodeIfPresent([String].self, forKey: .allowedOrigins)
+        connectRateLimit = try container.decodeIfPresent(RateLimit.self, forKey: .connectRateLimit) ?? defaults.connectRateLimit
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -107,6 +110,7 @@ public struct AppConfig: Sendable, Hashable, Codable {
         try container.encode(lastSeenPrivacy, forKey: .lastSeenPrivacy)
         // Like `webhook`, always present: `null` means any origin.
         try container.encode(allowedOrigins, forKey: .allowedOrigins)
+        try container.encode(connectRateLimit, forKey: .connectRateLimit)
     }
 
     /// True when the premium plan and the `statusQuery` switch are both on.

@@ -23,7 +23,8 @@ public enum AppConfigPatch {
             case "queryBatchLimit": result.queryBatchLimit = try int(value, key, min: 1)
             case "heartbeatTimeoutSeconds": result.heartbeatTimeoutSeconds = try int(value, key, min: 5)
             case "subscriptionRetentionSeconds": result.subscriptionRetentionSeconds = try int(value, key, min: 1)
-            case "rateLimit": result.rateLimit = try rateLimit(value, current: result.rateLimit)
+            case "rateLimit": result.rateLimit = try rateLimit(value, key, current: result.rateLimit)
+            case "connectRateLimit": result.connectRateLimit = try rateLimit(value, key, current: result.connectRateLimit)
             case "webhook": result.webhook = try webhook(value)
             case "maxDevicesPerUser": result.maxDevicesPerUser = try int(value, key, min: 1, max: 100)
             case "loginPolicy": result.loginPolicy = try choice(value, key)
@@ -67,14 +68,14 @@ public enum AppConfigPatch {
         return Int(number)
     }
 
-    private static func rateLimit(_ value: JSONValue, current: AppConfig.RateLimit) throws(StatusError) -> AppConfig.RateLimit {
-        guard case .object(let fields) = value else { throw invalid("rateLimit must be an object") }
+    private static func rateLimit(_ value: JSONValue, _ name: String, current: AppConfig.RateLimit) throws(StatusError) -> AppConfig.RateLimit {
+        guard case .object(let fields) = value else { throw invalid("\(name) must be an object") }
         var result = current
         for (key, field) in fields {
             switch key {
-            case "calls": result.calls = try int(field, "rateLimit.calls", min: 1)
-            case "windowSeconds": result.windowSeconds = try int(field, "rateLimit.windowSeconds", min: 1)
-            default: throw invalid("unknown rateLimit field \"\(key)\"")
+            case "calls": result.calls = try int(field, "\(name).calls", min: 1)
+            case "windowSeconds": result.windowSeconds = try int(field, "\(name).windowSeconds", min: 1)
+            default: throw invalid("unknown \(name) field \"\(key)\"")
             }
         }
         return result

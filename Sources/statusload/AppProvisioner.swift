@@ -26,6 +26,7 @@ struct AppProvisioner: Sendable {
             "multiDeviceSync": multiDeviceSync,
             "subscriptionLimit": max(200, subscriptionsPerUser),
             "rateLimit": ["calls": 100_000_000, "windowSeconds": 1],
+            "connectRateLimit": ["calls": 100_000_000, "windowSeconds": 1],
             "heartbeatTimeoutSeconds": 3600,
         ]
     }

@@ -57,7 +57,7 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
             Set(fields.keys) == [
                 "plan", "statusQuery", "friendStatusNotify", "multiDeviceSync", "customStatusMaxBytes", "subscriptionLimit",
                 "subscribeBatchLimit", "queryBatchLimit", "rateLimit", "heartbeatTimeoutSeconds", "subscriptionRetentionSeconds",
-                "webhook", "maxDevicesPerUser", "loginPolicy", "lastSeenPrivacy", "allowedOrigins",
+                "webhook", "maxDevicesPerUser", "loginPolicy", "lastSeenPrivacy", "allowedOrigins", "connectRateLimit",
             ]
         )
         #expect(fields["webhook"] == .null)

@@ -11,7 +11,7 @@ import Testing
         "plan": "basic", "statusQuery": false, "friendStatusNotify": false, "multiDeviceSync": true, "customStatusMaxBytes": 100,
         "subscriptionLimit": 200, "subscribeBatchLimit": 100, "queryBatchLimit": 500, "rateLimit": ["calls": 20, "windowSeconds": 5],
         "heartbeatTimeoutSeconds": 400, "subscriptionRetentionSeconds": 86_400, "webhook": nil, "maxDevicesPerUser": 10, "allowedOrigins": nil,
-        "loginPolicy": "multi", "lastSeenPrivacy": "everyone",
+        "loginPolicy": "multi", "lastSeenPrivacy": "everyone", "connectRateLimit": ["calls": 30, "windowSeconds": 60],
     ]
 
     static func freshAppId() -> String {

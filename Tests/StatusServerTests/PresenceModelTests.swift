@@ -24,6 +24,7 @@ import Testing
         print("PresenceModelTests: seed \(seed), \(seconds) s (STATUSD_MODEL_SEED=\(seed) replays it)")
         let config: JSONValue = [
             "plan": "premium", "statusQuery": true, "friendStatusNotify": true, "rateLimit": ["calls": 10_000, "windowSeconds": 1],
+            "connectRateLimit": ["calls": 10_000, "windowSeconds": 1],
         ]
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: config)

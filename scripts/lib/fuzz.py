@@ -116,7 +116,8 @@ class Api:
 
     def setup(self):
         config = {"plan": "premium", "statusQuery": True, "friendStatusNotify": True,
-                  "rateLimit": {"calls": 1000000, "windowSeconds": 1}}
+                  "rateLimit": {"calls": 1000000, "windowSeconds": 1},
+                  "connectRateLimit": {"calls": 1000000, "windowSeconds": 1}}
         _, demo = self.call("POST", "/v1/apps", {"appId": "demo", "config": config}, key="admin")
         self.app_key = demo["apiKey"]
         self.demo_config = demo["config"]

@@ -113,7 +113,8 @@ struct HousekeepingService: Service {
                 deviceId: session.deviceId,
                 platform: session.platform,
                 kind: .webSocket,
-                connection: session.connectionId
+                connection: session.connectionId,
+                limited: false
             )
         }
     }

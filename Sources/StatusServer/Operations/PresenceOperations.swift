@@ -55,7 +55,8 @@ struct PresenceOperations: Sendable {
         platform: Platform,
         kind: DeviceRecord.Kind,
         connection: String,
-        generation: String? = nil
+        generation: String? = nil,
+        limited: Bool = true
     ) async throws -> Connected {
         let record = DeviceRecord(platform: platform.rawValue, node: kind == .webSocket ? nodeId : "", connection: connection, kind: kind)
         let connected = try await statuses.connect(
@@ -63,7 +64,12 @@ struct PresenceOperations: Sendable {
             userId: userId,
             deviceId: deviceId,
             record: record,
-            rules: StatusRepository.LoginRules(maxDevices: app.config.maxDevicesPerUser, policy: app.config.loginPolicy, platform: platform),
+            rules: StatusRepository.LoginRules(
+                maxDevices: app.config.maxDevicesPerUser,
+                policy: app.config.loginPolicy,
+                platform: platform,
+                connectLimit: limited ? app.config.connectRateLimit : nil
+            ),
             generation: generation
         )
         let result = connected.write

@@ -9,13 +9,18 @@
 -- SPEC §6: the change is published on the bus (docs/bus.md) by this script.
 -- SPEC §7: a user token stops working once its user is deleted (even if created again): a WebSocket connect passes the
 -- token's generation, checked here against the profile's, in the connect's own step.
--- KEYS: status, profile, devices, subs
+-- SPEC §10.6 `connectRateLimit`: at most `connectCalls` accepted connects per user in any `connectWindowMs` (sliding
+-- window, WebSocket and backend logins together); past it nothing is stored and the script answers
+-- CONNECT_RATE_LIMITED with the milliseconds until the oldest connect leaves the window.
+-- KEYS: status, profile, devices, subs, connect rate-limit log
 -- ARGV: deviceId, device JSON {"p": platform, "n": node, "c": connection id, "k": "ws"|"api"},
---       login rules JSON {"maxDevices": n, "kickPlatforms": [platform, ...]}, appId, userId, user channel,
+--       login rules JSON {"maxDevices": n, "kickPlatforms": [platform, ...], "connectCalls": n?, "connectWindowMs": ms?},
+--       appId, userId, user channel,
 --       app slot channel (docs/bus.md), token generation ('' = no token to check)
 -- Reply: {changed (1 status | 2 devices only), replaced device JSON | '', kicked count k,
 --         k x (deviceId, device JSON, 'loginPolicy'|'tooManyDevices'), <status reply>}, or error USER_NOT_FOUND (no
---         token) or TOKEN_REVOKED (the token's generation is not the user's, or the user is gone).
+--         token) or TOKEN_REVOKED (the token's generation is not the user's, or the user is gone), or
+--         CONNECT_RATE_LIMITED <retry after ms>.
 if ARGV[8] ~= '' then
     local stored = redis.call('HMGET', KEYS[2], 'gen', 'createdAt')
     if (stored[1] or stored[2]) ~= ARGV[8] then
@@ -27,6 +32,12 @@ end
 local now = now_ms()
 local device = cjson.decode(ARGV[2])
 local rules = cjson.decode(ARGV[3])
+if rules.connectCalls then
+    local retry = rate_limit(KEYS[5], now, tonumber(rules.connectCalls), tonumber(rules.connectWindowMs))
+    if retry > 0 then
+        return redis.error_reply('CONNECT_RATE_LIMITED ' .. retry)
+    end
+end
 device.hb = now
 device.ct = now
 local previous = redis.call('HGET', KEYS[3], ARGV[1]) or ''

@@ -81,6 +81,8 @@ struct UserKeys: Sendable {
 
     /// The sliding-window log of one rate-limited operation.
     func rateLimit(_ operation: RateLimitedOperation) -> String { "st:\(tag):rl:\(operation.rawValue)" }
+    /// The user's accepted device connects, for `connectRateLimit` (SPEC §10.6).
+    var connectRateLimit: String { "st:\(tag):rl:connect" }
 
     /// Every key of the user, for deletion.
     var all: [String] {

@@ -218,10 +218,16 @@ struct StatusRepository: Sendable {
     struct LoginRules: Sendable, Encodable {
         var maxDevices: Int
         var kickPlatforms: [String]
+        /// SPEC §10.6 `connectRateLimit`: accepted connects in any window (nil: not limited, for the node's own
+        /// re-filing of live sessions, which is no connect of the user's).
+        var connectCalls: Int?
+        var connectWindowMs: Int64?
 
-        init(maxDevices: Int, policy: LoginPolicy, platform: Platform) {
+        init(maxDevices: Int, policy: LoginPolicy, platform: Platform, connectLimit: AppConfig.RateLimit? = nil) {
             self.maxDevices = maxDevices
             self.kickPlatforms = policy.platformsKicked(byLoginFrom: platform).map(\.rawValue).sorted()
+            self.connectCalls = connectLimit?.calls
+            self.connectWindowMs = connectLimit.map { Int64($0.windowSeconds) * 1000 }
         }
     }
 
@@ -238,7 +244,7 @@ struct StatusRepository: Sendable {
         let user = RedisKeys(appId: appId).user(userId)
         let reply = try await run(
             scripts.deviceConnect,
-            [user.status, user.profile, user.devices, user.subscriptions],
+            [user.status, user.profile, user.devices, user.subscriptions, user.connectRateLimit],
             [deviceId, try JSONCoding.string(record), try JSONCoding.string(rules), appId, userId]
                 + BusChannels.statusArguments(appId, userId) + [generation ?? ""]
         )
@@ -337,6 +343,10 @@ struct StatusRepository: Sendable {
     private static func scriptError(_ message: String) -> StatusError? {
         if message.contains("USER_NOT_FOUND") { return StatusError(.userNotFound, "user not found") }
         if message.contains("TOKEN_REVOKED") { return StatusError(.unauthorized, "the token's user no longer exists") }
+        if let range = message.range(of: "CONNECT_RATE_LIMITED ") {
+            let retry = Int64(message[range.upperBound...].prefix { $0.isNumber }) ?? 1000
+            return StatusError(.rateLimited, "too many connects, retry in \(retry) ms", retryAfterMs: retry)
+        }
         return nil
     }
 

@@ -130,8 +130,9 @@ struct DeviceGateway: Sendable {
                 generation: parameters.generation
             )
         } catch {
-            // A refused token wrote nothing; any other failure may have connected the device.
-            let refused = (error as? StatusError)?.code == .unauthorized
+            // A refused token or connect rate limit wrote nothing; any other failure may have connected the device.
+            let code = (error as? StatusError)?.code
+            let refused = code == .unauthorized || code == .rateLimited
             await abandon(session, app: parameters.app, connected: !refused)
             throw error
         }
