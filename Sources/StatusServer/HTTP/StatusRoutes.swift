@@ -8,20 +8,28 @@ struct StatusRoutes: Sendable {
 
     /// The body of `PUT /users/{userId}/status`: a field left out keeps its value (SPEC §4).
     struct SetStatus: JSONRequestBody, Sendable {
-        static let members: StrictJSON.Members? = StrictJSON.Members(["customStatus"])
+        static let members: StrictJSON.Members? = StrictJSON.Members(["customStatus", "availability"])
         var customStatus: CustomStatusChange
+        /// SPEC §10.1; nil keeps it.
+        var availability: Availability?
 
-        init(customStatus: CustomStatusChange) {
+        init(customStatus: CustomStatusChange, availability: Availability? = nil) {
             self.customStatus = customStatus
+            self.availability = availability
         }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             customStatus = container.contains(.customStatus) ? .set(try container.decodeIfPresent(String.self, forKey: .customStatus)) : .keep
+            availability = try SetSelfStatusFields.availability(
+                present: container.contains(.availability),
+                try container.decodeIfPresent(String.self, forKey: .availability)
+            )
         }
 
         private enum CodingKeys: String, CodingKey {
             case customStatus
+            case availability
         }
     }
 
@@ -61,7 +69,9 @@ struct StatusRoutes: Sendable {
         app.put("users/:userId/status") { request, context in
             let (app, userId) = try await services.user(request, context)
             let body = try await RequestBody.decode(SetStatus.self, from: request)
-            return EncodedJSONResponse(try await operations.setSelfStatus(app: app, userId: userId, customStatus: body.customStatus))
+            return EncodedJSONResponse(
+                try await operations.setSelfStatus(app: app, userId: userId, customStatus: body.customStatus, availability: body.availability)
+            )
         }
         app.post("users/:userId/status/query") { request, context in
             let (app, userId) = try await services.user(request, context)

@@ -67,6 +67,9 @@ struct UserKeys: Sendable {
     var friends: String { "st:\(tag):friends" }
     var blocks: String { "st:\(tag):blocks" }
     var blockedBy: String { "st:\(tag):blockedby" }
+    /// For each user on the other side of a block (either way), their public version when the block began (SPEC §10.5:
+    /// the masked view carries it, unmoving while the block lasts).
+    var blockVersions: String { "st:\(tag):blockpv" }
     /// Users who subscribed to this user (a superset: entries may outlive the subscription), so that deleting the user
     /// can remove every subscription to them (SPEC §7). A sorted set with every score 0, not a set: Redis 7.0 keeps a
     /// set of strings as a hash table (about 50 bytes an entry) but a sorted set of up to `zset-max-listpack-entries`
@@ -84,7 +87,7 @@ struct UserKeys: Sendable {
 
     /// Every key of the user, for deletion.
     var all: [String] {
-        [profile, status, devices, subscriptions, friends, blocks, blockedBy, subscribers, legacySubscribers]
+        [profile, status, devices, subscriptions, friends, blocks, blockedBy, blockVersions, subscribers, legacySubscribers]
             + RateLimitedOperation.allCases.map(rateLimit)
     }
 }

@@ -48,6 +48,12 @@ struct WebhookQueue: Sendable {
         await enqueue(app: app, userId: userId, change, statusType: statusType)
     }
 
+    /// SPEC §8 `availabilityChange`: the availability the user chose (the own view: webhooks report invisible users as
+    /// they are).
+    func enqueueAvailabilityChange(app: AppRecord, userId: String, availability: Availability, statusType: StatusType) async {
+        await enqueue(app: app, userId: userId, .availability(availability), statusType: statusType)
+    }
+
     private func enqueue(app: AppRecord, userId: String, _ action: WebhookEvent.Action, statusType: StatusType) async {
         guard app.config.webhook != nil else { return }
         let event = WebhookEvent(appId: app.appId, userId: userId, action: action, statusType: statusType, eventTime: WallClock.nowMs())
