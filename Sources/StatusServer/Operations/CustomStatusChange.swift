@@ -17,4 +17,21 @@ enum SetSelfStatusFields {
         guard let value else { throw StatusError(.invalidRequest, "availability must be a string") }
         return try Availability.parse(value)
     }
+
+    /// The longest `clearAfterSeconds` (SPEC §10.2): a week.
+    static let maxClearAfterSeconds = 604_800
+
+    /// SPEC §10.2: when a custom status set with `clearAfterSeconds` clears itself (epoch ms), nil without one. It goes
+    /// with a custom status being set (a non-empty `customStatus` in the same call): alone, with a clearing, or outside
+    /// 1...604,800 it is `INVALID_REQUEST`.
+    static func expiresAt(clearAfterSeconds: Int?, customStatus: String?, nowMs: Int64) throws(StatusError) -> Int64? {
+        guard let clearAfterSeconds else { return nil }
+        guard (1...maxClearAfterSeconds).contains(clearAfterSeconds) else {
+            throw StatusError(.invalidRequest, "clearAfterSeconds must be 1 to \(maxClearAfterSeconds)")
+        }
+        guard let customStatus, !customStatus.isEmpty else {
+            throw StatusError(.invalidRequest, "clearAfterSeconds needs a customStatus to clear")
+        }
+        return nowMs + Int64(clearAfterSeconds) * 1000
+    }
 }

@@ -26,13 +26,15 @@ struct StatusOperations: Sendable {
         app: AppRecord,
         userId: String,
         customStatus: CustomStatusChange,
-        availability: Availability? = nil
+        availability: Availability? = nil,
+        clearAfterSeconds: Int? = nil
     ) async throws -> UserStatus {
         let value: String?
         switch customStatus {
         case .keep: value = nil
         case .set(let text): value = try RequestRules.customStatus(text, maxBytes: app.config.customStatusMaxBytes)
         }
+        let expiresAt = try SetSelfStatusFields.expiresAt(clearAfterSeconds: clearAfterSeconds, customStatus: value, nowMs: WallClock.nowMs())
         // One round trip: the script stores the values and publishes the change, and the app's log of recent changes
         // is written in the same pipeline while some node holds an `all`/`roles:` session of the app (only they
         // need it); statusType does not move, so the online index is not touched.
@@ -42,6 +44,7 @@ struct StatusOperations: Sendable {
             value: value,
             keep: customStatus == .keep,
             availability: availability,
+            expiresAt: expiresAt,
             keepMs: app.logsRecentChanges ? recorder.keepMs(app.config) : nil
         )
         let stored = result.write.reply

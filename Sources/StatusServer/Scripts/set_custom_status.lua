@@ -7,7 +7,8 @@
 -- statusType never changes here.
 -- KEYS: status, profile, devices
 -- ARGV: value ('' clears), appId, userId, user channel, app slot channel (docs/bus.md), keep ('1': the request left
--- customStatus out, so it stays as it is), availability ('' = left out, kept)
+-- customStatus out, so it stays as it is), availability ('' = left out, kept), customStatusExpiresAt ('' = none: a
+-- custom status set without `clearAfterSeconds`, SPEC §10.2, has none; the caller wrote the due-time index entry first)
 -- Reply: {changed (0|1), public view changed (0|1), previous availability ('' = available), custom status changed
 -- (0|1), <status reply>} or error
 -- USER_NOT_FOUND.
@@ -48,6 +49,19 @@ if ARGV[6] ~= '1' and (s[2] or '') ~= ARGV[1] then
         writes[#writes + 1] = 'cs'
         writes[#writes + 1] = ARGV[1]
         s[2] = ARGV[1]
+    end
+end
+-- SPEC §10.2: a custom status set or cleared brings its expiry (or none) with it.
+local expires = (ARGV[6] ~= '1' and ARGV[1] ~= '') and ARGV[8] or ''
+if ARGV[6] ~= '1' and (s[13] or '') ~= expires then
+    changed = 1
+    if expires == '' then
+        redis.call('HDEL', KEYS[1], 'ce')
+        s[13] = nil
+    else
+        writes[#writes + 1] = 'ce'
+        writes[#writes + 1] = expires
+        s[13] = expires
     end
 end
 local wanted = ARGV[7]

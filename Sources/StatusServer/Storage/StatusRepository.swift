@@ -200,14 +200,23 @@ struct StatusRepository: Sendable {
         value: String?,
         keep: Bool = false,
         availability: Availability? = nil,
+        expiresAt: Int64? = nil,
         keepMs: Int64?
     ) async throws -> SetResult {
         let user = RedisKeys(appId: appId).user(userId)
+        if let expiresAt {
+            // SPEC §10.2: the due-time entry first, so that no stored expiry is ever missing from the index (an entry
+            // whose status was not written is dropped by the sweep when it falls due).
+            _ = try await redis.pipeline([
+                ["SADD", RedisKeys.expiringApps, appId],
+                ["ZADD", RedisKeys(appId: appId).expiries, String(expiresAt), userId],
+            ])
+        }
         let replies = try await redis.pipeline(
             script: scripts.setCustomStatus,
             keys: [user.status, user.profile, user.devices],
             arguments: [value ?? "", appId, userId] + BusChannels.statusArguments(appId, userId)
-                + [keep ? "1" : "0", availability?.rawValue ?? ""],
+                + [keep ? "1" : "0", availability?.rawValue ?? "", expiresAt.map(String.init) ?? ""],
             then: keepMs.map { RecentChanges.record(appId: appId, userId: userId, nowMs: WallClock.nowMs(), keepMs: $0) } ?? []
         )
         let reply = try Self.values(replies[0])
@@ -221,6 +230,19 @@ struct StatusRepository: Sendable {
             previousAvailability: reply[2].string.flatMap(Availability.init(rawValue:)) ?? .available,
             customStatusChanged: reply[3].int == 1
         )
+    }
+
+    /// SPEC §10.2: clears the user's custom status if it still expires at `dueAt` (`custom_status_expire.lua`, which
+    /// publishes the change). Nil when there was nothing to clear.
+    func expireCustomStatus(appId: String, userId: String, dueAt: String) async throws -> (reply: StatusReply, publicChange: Bool)? {
+        let user = RedisKeys(appId: appId).user(userId)
+        let reply = try await run(
+            scripts.customStatusExpire,
+            [user.status, user.profile, user.devices],
+            [dueAt, appId, userId] + BusChannels.statusArguments(appId, userId)
+        )
+        guard reply.first?.int == 1, reply.count >= 2 else { return nil }
+        return (try StatusReply(userId: userId, values: reply, offset: 2), reply[1].int == 1)
     }
 
     /// What a connect did besides the status: the device it replaced and the devices it kicked, by the login policy
