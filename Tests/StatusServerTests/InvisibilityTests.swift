@@ -88,7 +88,37 @@ import Testing
         }
     }
 
-    /// SPEC §10.5 item 6 of the issue: carol watches alice and bob (a subscription, a WebSocket device). alice goes
+    /// SPEC §10.5 resume: a device that comes back hears of an invisible user only what moved in the public view.
+    @Test func aResumedDeviceHearsOnlyWhatMovedInThePublicView() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: Self.config)
+            try await app.createUsers(["alice", "bob", "carol"])
+            expectOK(try await app.subscribe("carol", ["alice", "bob"]))
+            expectOK(try await app.login("alice", "phone"))
+            expectOK(try await app.login("bob", "phone"))
+            expectOK(try await app.call(.put, "/users/alice/status", ["availability": "invisible"]))
+            // Older changes are never resent (the clock margin is 1 s).
+            try await Task.sleep(for: .milliseconds(1100))
+            let port = try #require(api.client.port)
+            let token = try await app.withDevice(port: port, userId: "carol", DeviceOptions(deviceId: "carol-1")) { _, welcome in
+                try #require(welcome["resume"].string)
+            }
+            // While carol is away: alice edits her status and drops (nothing public); bob goes offline (public).
+            expectOK(try await app.setStatus("alice", "secret"))
+            expectOK(try await app.logout("alice", "phone"))
+            expectOK(try await app.logout("bob", "phone"))
+            try await app.withDevice(port: port, userId: "carol", DeviceOptions(deviceId: "carol-1", resume: token)) { device, _ in
+                let resumed = try await device.next { $0["event"] == "onUserStatusChanged" }
+                let users = resumed["statuses"].array.compactMap { $0["userId"].string }
+                #expect(users.contains("bob") && !users.contains("alice"), "\(users)")
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(try await device.statusEvents(of: "alice", settle: .zero).isEmpty)
+            }
+        }
+    }
+
+    /// SPEC §10.5 item 6 of the issue: carol watches alice and bob (a subscription, a WebSocket device, and a second
+    /// device with presence scope `all`). alice goes
     /// invisible, edits her status, connects a second device, drops both, comes back and becomes visible; bob goes
     /// offline and comes back online. After each step carol's events about the user and her answers to a query about
     /// them (over HTTP and over her socket) are recorded, without the user's id and with `lastActiveAt` reduced to its
@@ -102,6 +132,10 @@ import Testing
             let port = try #require(api.client.port)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 let carol = try await app.openDevice(port: port, userId: "carol", DeviceOptions(deviceId: "carol-1")) {
+                    group.addTask(operation: $0)
+                }.0
+                // A second device of hers hears everyone of the app (presence scope `all`, the app's slot channels).
+                let everyone = try await app.openDevice(port: port, userId: "carol", DeviceOptions(deviceId: "carol-2", presence: "all")) {
                     group.addTask(operation: $0)
                 }.0
                 var devices: [String: TestDevice] = [:]
@@ -130,9 +164,10 @@ import Testing
                 var transcripts: [String: [JSONValue]] = [:]
                 func record(_ user: String) async throws {
                     let events = try await carol.statusEvents(of: user)
+                    let scoped = try await everyone.statusEvents(of: user, settle: .zero)
                     let http = expectOK(try await app.query("carol", [user]))
                     let socket = try await carol.request("getUserStatus", ["userIds": [.string(user)]])
-                    transcripts[user, default: []] += [.array(events), http, socket["result"]].map(Self.normalized)
+                    transcripts[user, default: []] += [.array(events), .array(scoped), http, socket["result"]].map(Self.normalized)
                 }
 
                 for user in ["alice", "bob"] { try await set(user, ["customStatus": "hello"]) }
@@ -169,13 +204,17 @@ import Testing
 
                 let alice = transcripts["alice"] ?? []
                 let bob = transcripts["bob"] ?? []
-                #expect(alice.count == 21)
+                #expect(alice.count == 28)
                 #expect(alice == bob)
-                // It is not empty of news: carol saw each of them leave and come back, at public versions 3 and 4 (after 1 and 2 from the set-up).
-                let versions = stride(from: 0, to: bob.count, by: 3).flatMap { bob[$0].array.map { $0["version"] } }
-                #expect(versions == [1, 2, 3, 4])
+                // It is not empty of news: carol saw each of them leave and come back, at public versions 3 and 4 (after
+                // 1 and 2 from the set-up), on both her devices.
+                for offset in [0, 1] {
+                    let versions = stride(from: offset, to: bob.count, by: 4).flatMap { bob[$0].array.map { $0["version"] } }
+                    #expect(versions == [1, 2, 3, 4])
+                }
                 for device in devices.values { await device.close() }
                 await carol.close()
+                await everyone.close()
                 group.cancelAll()
             }
         }

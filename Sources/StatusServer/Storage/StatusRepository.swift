@@ -47,15 +47,17 @@ struct StatusRepository: Sendable {
         return try await completed(Self.stored(userIds: userIds, friends: friends, from: replies[...]), appId: appId)
     }
 
-    /// Each user's current `version` (0 for a user with none yet), one `HGET` each in one round trip: where a
-    /// relationship change starts from (``BusMessage/relationsChanged(appId:userIds:since:)``).
+    /// Each user's current public version (SPEC §10.5: what others are shown; their `version` when they have none yet,
+    /// 0 for a user with neither), one `HMGET` each in one round trip: where a relationship change starts from
+    /// (``BusMessage/relationsChanged(appId:userIds:since:)``).
     func versions(appId: String, userIds: [String]) async throws -> [String: Int64] {
         let keys = RedisKeys(appId: appId)
-        let replies = try await redis.pipeline(userIds.map { ["HGET", keys.user($0).status, "v"] })
+        let replies = try await redis.pipeline(userIds.map { ["HMGET", keys.user($0).status, "pv", "v"] })
         var versions: [String: Int64] = [:]
         for (userId, reply) in zip(userIds, replies) {
             if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
-            versions[userId] = reply.string.flatMap { Int64($0) } ?? 0
+            let fields = reply.array ?? []
+            versions[userId] = fields.lazy.compactMap { $0.string.flatMap { Int64($0) } }.first ?? 0
         }
         return versions
     }
