@@ -128,3 +128,26 @@ import Testing
         }
     }
 }
+
+extension CustomStatusExpiryTests {
+    /// SPEC §10.5: the expiry of an invisible user's custom status is a change of their own view only.
+    @Test func anInvisibleUsersExpiryIsNotAPublicChange() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            expectOK(try await app.login("alice", "phone"))
+            expectOK(try await app.call(.put, "/users/alice/status", ["availability": "invisible"]))
+            let set = expectOK(
+                try await app.call(.put, "/users/alice/status", ["customStatus": "hidden plans", "clearAfterSeconds": 1])
+            )
+            let seen = try await app.query("bob", ["alice"]).body["statuses"][0]
+            let deadline = ContinuousClock.now + .seconds(4)
+            while try await app.ownStatus("alice").has("customStatus") {
+                guard ContinuousClock.now < deadline else { throw TestAppError(message: "not cleared") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(try await app.ownStatus("alice")["version"].int == (set["version"].int ?? 0) + 1)
+            #expect(try await app.query("bob", ["alice"]).body["statuses"][0] == seen)
+        }
+    }
+}
