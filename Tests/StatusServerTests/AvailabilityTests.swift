@@ -96,6 +96,13 @@ import Testing
                     #expect(refused["error"]["code"] == "INVALID_REQUEST")
                     let unknown = try await device.request("setSelfStatus", ["availability": "busy", "clear": 1])
                     #expect(unknown["error"]["code"] == "INVALID_REQUEST")
+                    for fields: [String: JSONValue] in [["availability": nil], ["customStatus": "x", "clearAfterSeconds": nil]] {
+                        let refusedNull = try await device.request("setSelfStatus", fields)
+                        #expect(refusedNull["error"]["code"] == "INVALID_REQUEST", "\(fields)")
+                    }
+                    // Nothing refused changed anything.
+                    let now = try await device.request("getUserStatus", ["userIds": ["alice"]])
+                    #expect(now["result"]["statuses"][0]["version"].int == version)
                 }
             }
         }
