@@ -28,6 +28,10 @@ public struct UserStatus: Sendable, Hashable, Codable {
     public var lastActiveAt: Int64?
     public var version: Int64
     public var onlineDevices: [OnlineDevice]?
+    /// The availability shown (SPEC §10.1): whenever the viewer sees the user online, always in the own view.
+    public var availability: Availability?
+    /// When the custom status clears itself, epoch ms (SPEC §10.2).
+    public var customStatusExpiresAt: Int64?
 
     /// Creates a status object.
     public init(
@@ -36,7 +40,9 @@ public struct UserStatus: Sendable, Hashable, Codable {
         customStatus: String? = nil,
         lastActiveAt: Int64? = nil,
         version: Int64 = 0,
-        onlineDevices: [OnlineDevice]? = []
+        onlineDevices: [OnlineDevice]? = [],
+        availability: Availability? = nil,
+        customStatusExpiresAt: Int64? = nil
     ) {
         self.userId = userId
         self.statusType = statusType
@@ -44,11 +50,8 @@ public struct UserStatus: Sendable, Hashable, Codable {
         self.lastActiveAt = lastActiveAt
         self.version = version
         self.onlineDevices = onlineDevices
-    }
-
-    /// How a user looks to someone on the other side of a block: offline, nothing else.
-    public func maskedByBlock() -> UserStatus {
-        UserStatus(userId: userId, statusType: .offline, customStatus: nil, lastActiveAt: nil, version: version, onlineDevices: [])
+        self.availability = availability
+        self.customStatusExpiresAt = customStatusExpiresAt
     }
 
     /// The same status without the device list (the backend query without `detail`).

@@ -95,27 +95,6 @@ import Testing
 }
 
 @Suite struct UserStatusTests {
-    @Test func maskedByBlockShowsOfflineWithNothingElse() {
-        let status = UserStatus(
-            userId: "bob",
-            statusType: .online,
-            customStatus: "listening",
-            lastActiveAt: 1_763_800_000_123,
-            version: 17,
-            onlineDevices: [OnlineDevice(deviceId: "phone", platform: .ios)]
-        )
-        let masked = status.maskedByBlock()
-        #expect(masked.userId == "bob")
-        #expect(masked.statusType == .offline)
-        #expect(masked.customStatus == nil)
-        #expect(masked.lastActiveAt == nil)
-        #expect(masked.onlineDevices?.isEmpty ?? true)
-    }
-
-    @Test func maskedByBlockHidesUnlogined() {
-        #expect(UserStatus(userId: "x", statusType: .unlogined).maskedByBlock().statusType == .offline)
-    }
-
     @Test func withoutDevicesDropsOnlyTheDeviceList() {
         let status = UserStatus(
             userId: "a",

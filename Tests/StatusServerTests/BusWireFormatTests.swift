@@ -42,11 +42,11 @@ import Testing
         let json = try JSONCoding.string(BusMessage.relationsChanged(appId: "app", userIds: ["a"]))
         #expect(json == #"{"appId":"app","type":"relations","userIds":["a"],"v":1}"#)
         let change = try JSONCoding.string(BusMessage.statusChanged(StatusChange(appId: "app", change: 2, role: nil, status: Self.status)))
-        #expect(change.hasPrefix(#"{"appId":"app","change":"devices","status":{"#))
+        #expect(change.hasPrefix(#"{"appId":"app","change":"devices","publicChange":true,"status":{"#))
         let hidden = try JSONCoding.string(
             BusMessage.statusChanged(StatusChange(appId: "app", change: 1, role: nil, lastSeenPrivacy: .friends, status: Self.status))
         )
-        #expect(hidden.hasPrefix(#"{"appId":"app","change":"status","lastSeenPrivacy":"friends","status":{"#))
+        #expect(hidden.hasPrefix(#"{"appId":"app","change":"status","lastSeenPrivacy":"friends","publicChange":true,"status":{"#))
     }
 
     @Test func anUnknownPrivacyValueReadsAsNoneSoTheAppDefaultApplies() throws {
@@ -120,16 +120,26 @@ import Testing
             )
             let written = try await repository.setCustomStatus(appId: appId, userId: "alice", value: Self.status.customStatus, keepMs: 60_000)
             let unchanged = try await repository.setCustomStatus(appId: appId, userId: "alice", value: Self.status.customStatus, keepMs: 60_000)
-            #expect(unchanged.change == .none)
+            #expect(unchanged.write.change == .none)
             let removed = try await repository.remove(appId: appId, userId: "alice", deviceIds: [], leavingAs: .offline, retentionSeconds: 60)
             for _ in 0..<100 where received.withLock({ $0.count }) < 6 { try await Task.sleep(for: .milliseconds(20)) }
-            let expected: [BusMessage] = [connected.write.reply.status, written.reply.status, removed.reply.status].map {
-                .statusChanged(StatusChange(appId: appId, change: 1, role: "teacher", lastSeenPrivacy: .friends, status: $0))
+            let expected: [BusMessage] = [connected.write.reply, written.write.reply, removed.reply].map {
+                .statusChanged(
+                    StatusChange(
+                        appId: appId,
+                        change: 1,
+                        role: "teacher",
+                        lastSeenPrivacy: .friends,
+                        status: $0.status,
+                        publicVersion: $0.record.publicVersion,
+                        publicChange: true
+                    )
+                )
             }
             for channel in channels {
                 #expect(received.withLock { $0.filter { $0.channel == channel }.map(\.message) } == expected)
             }
-            #expect(written.reply.status.customStatus == Self.status.customStatus)
+            #expect(written.write.reply.status.customStatus == Self.status.customStatus)
         }
         await redis.close()
     }

@@ -4,8 +4,9 @@ import Testing
 
 @testable import StatusServer
 
-/// SPEC §2 last-seen privacy on the delivery path, as pure values: the index splits a change's recipients into those
-/// who see `lastActiveAt` and those who do not, and the batch encodes the change at most twice.
+/// SPEC §2 last-seen privacy and SPEC §10.5 views on the delivery path, as pure values: the index splits a change's
+/// recipients into the user's own devices, those who see `lastActiveAt` and those who do not, and the batch encodes the
+/// change at most once per view.
 @Suite struct FanoutAudienceTests {
     private let loop = EmbeddedEventLoop()
     private let premium = premiumAppConfig
@@ -40,21 +41,24 @@ import Testing
     @Test func everyoneSeesItByDefault() {
         let (index, _, _, _) = index()
         let audience = index.audience(of: change(version: 1, privacy: nil), config: premium)
-        #expect(ids(audience.seeing) == ["bob", "dave", "eve"])
+        #expect(ids(audience.own) == ["bob"])
+        #expect(ids(audience.seeing) == ["dave", "eve"])
         #expect(audience.masked.isEmpty)
     }
 
     @Test func friendsOnlyHidesItFromTheStranger() {
         let (index, _, _, _) = index()
         let audience = index.audience(of: change(version: 1, privacy: .friends), config: premium)
-        #expect(ids(audience.seeing) == ["bob", "dave"])
+        #expect(ids(audience.own) == ["bob"])
+        #expect(ids(audience.seeing) == ["dave"])
         #expect(ids(audience.masked) == ["eve"])
     }
 
     @Test func nobodyHidesItFromEveryoneButTheUser() {
         let (index, _, _, _) = index()
         let audience = index.audience(of: change(version: 1, privacy: .nobody), config: premium)
-        #expect(ids(audience.seeing) == ["bob"])
+        #expect(ids(audience.own) == ["bob"])
+        #expect(audience.seeing.isEmpty)
         #expect(ids(audience.masked) == ["dave", "eve"])
     }
 
@@ -77,7 +81,7 @@ import Testing
         let (index, _, friend, stranger) = index()
         let hidden = change(version: 4, privacy: .friends)
         let encodings = DeliveryBatch.encodings(of: hidden, for: index.audience(of: hidden, config: premium))
-        #expect(encodings.count == 2)
+        #expect(encodings.count == 3)
         let shown = try #require(encodings.first { $0.recipients.contains { $0 === friend } })
         let masked = try #require(encodings.first { $0.recipients.contains { $0 === stranger } })
         #expect(String(buffer: shown.event.status).contains(#""lastActiveAt":1000"#))
@@ -86,9 +90,47 @@ import Testing
         #expect(!String(buffer: masked.event.frame).contains("lastActiveAt"))
 
         let open = change(version: 5, privacy: .everyone)
-        let one = DeliveryBatch.encodings(of: open, for: index.audience(of: open, config: premium))
-        #expect(one.count == 1)
-        #expect(one.first?.recipients.count == 3)
+        let two = DeliveryBatch.encodings(of: open, for: index.audience(of: open, config: premium))
+        #expect(two.count == 2, "the own view and the public view")
+        #expect(two.map(\.recipients.count).sorted() == [1, 2])
+    }
+
+    /// SPEC §10.5: the own view carries the version, the public view the public version; a change of an invisible
+    /// user that leaves the public view as it was is encoded for their own devices only.
+    @Test func othersGetThePublicViewAndNothingOfAnInvisibleUsersOwnChanges() throws {
+        let (index, own, friend, _) = index()
+        var going = change(version: 10, privacy: nil)
+        going.status.statusType = .online
+        going.status.customStatus = "here"
+        going.status.availability = .invisible
+        going.publicVersion = 6
+        going.hidden = PresenceRecord.Hidden(statusType: .offline, lastActiveAt: 900)
+        let encodings = DeliveryBatch.encodings(of: going, for: index.audience(of: going, config: premium))
+        let mine = try #require(encodings.first { $0.recipients.contains { $0 === own } })
+        let theirs = try #require(encodings.first { $0.recipients.contains { $0 === friend } })
+        #expect(String(buffer: mine.event.status).contains(#""availability":"invisible""#))
+        #expect(String(buffer: mine.event.status).contains(#""version":10"#))
+        #expect(
+            String(buffer: theirs.event.status)
+                == #"{"lastActiveAt":900,"onlineDevices":[],"statusType":"offline","userId":"bob","version":6}"#
+        )
+        // An edit while invisible: the public view did not change.
+        var edit = going
+        edit.status.version = 11
+        edit.status.customStatus = "still here"
+        edit.publicChange = false
+        let quiet = index.audience(of: edit, config: premium)
+        #expect(ids(quiet.own) == ["bob"])
+        #expect(quiet.seeing.isEmpty && quiet.masked.isEmpty)
+        #expect(DeliveryBatch.encodings(of: edit, for: quiet).count == 1)
+        // A copy of a public change heard twice (user and app channel) is delivered once.
+        var back = going
+        back.status.version = 12
+        back.status.availability = .available
+        back.hidden = nil
+        back.publicVersion = 7
+        #expect(index.audience(of: back, config: premium).count == 3)
+        #expect(index.audience(of: back, config: premium).isEmpty)
     }
 }
 

@@ -131,10 +131,14 @@ import Testing
     /// rather than read with friendship flags shifted onto other users.
     @Test func theAdmissionReplyIsReadByItsCounts() throws {
         let reply: [RedisValue] = [
-            .integer(7), .integer(2), .bulkString(Array("x".utf8)), .bulkString(Array("y".utf8)), .integer(1), .integer(0), .integer(0),
+            .integer(7), .integer(2), .bulkString(Array("x".utf8)), .bulkString(Array("y".utf8)), .bulkString(Array("4".utf8)),
+            .bulkString([]), .integer(1), .integer(0), .integer(0),
         ]
         let admission = try StatusOperations.QueryAdmission(reply, asked: 3)
-        #expect(admission == StatusOperations.QueryAdmission(callsLeft: 7, blocked: ["x", "y"], friends: [true, false, false]))
+        #expect(
+            admission
+                == StatusOperations.QueryAdmission(callsLeft: 7, blocked: ["x", "y"], blockVersions: ["x": 4], friends: [true, false, false])
+        )
         #expect(try StatusOperations.QueryAdmission([.integer(0), .integer(0), .integer(1)], asked: 1).friends == [true])
         #expect(throws: StatusReplyError.self) { try StatusOperations.QueryAdmission(reply, asked: 2) }
         #expect(throws: StatusReplyError.self) {

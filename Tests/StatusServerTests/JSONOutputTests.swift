@@ -60,7 +60,9 @@ import Testing
                 customStatus: round % 3 == 0 ? nil : Self.generatedString(&generator),
                 lastActiveAt: round % 4 == 0 ? nil : Int64.random(in: 0...2_000_000_000_000, using: &generator),
                 version: Int64.random(in: 0...1_000_000, using: &generator),
-                onlineDevices: round % 5 == 0 ? nil : devices
+                onlineDevices: round % 5 == 0 ? nil : devices,
+                availability: round % 6 == 0 ? nil : Availability.allCases.randomElement(using: &generator),
+                customStatusExpiresAt: round % 7 == 0 ? nil : Int64.random(in: 0...2_000_000_000_000, using: &generator)
             )
             #expect(try JSONDecoder().decode(UserStatus.self, from: Data(status.jsonBytes)) == status)
             #expect(String(decoding: status.jsonBytes, as: UTF8.self) == (try JSONCoding.string(status)))

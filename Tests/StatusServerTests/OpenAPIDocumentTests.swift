@@ -143,6 +143,30 @@ import Testing
         }
     }
 
+    /// The status object's schema names every member a status can carry (SPEC §2, §10.1, §10.2), and the availability
+    /// schema every value of ``Availability``.
+    @Test func theStatusSchemaNamesEveryMemberTheCodeWrites() throws {
+        let schemas = try document()["components"]["schemas"]
+        let full = UserStatus(
+            userId: "a",
+            statusType: .online,
+            customStatus: "c",
+            lastActiveAt: 1,
+            version: 2,
+            onlineDevices: [OnlineDevice(deviceId: "d", platform: .web)],
+            availability: .busy,
+            customStatusExpiresAt: 3
+        )
+        guard case .object(let written) = try JSONDecoder().decode(JSONValue.self, from: Data(full.jsonBytes)),
+            case .object(let properties) = schemas["UserStatus"]["properties"]
+        else {
+            Issue.record("no UserStatus properties")
+            return
+        }
+        #expect(Set(properties.keys) == Set(written.keys))
+        #expect(schemas["Availability"]["enum"].strings == Availability.allCases.map(\.rawValue))
+    }
+
     /// Every operation documents the answers of the request hygiene, whatever its route.
     @Test func everyOperationDocumentsTheTimeoutAndTheSizeLimit() throws {
         guard case .object(let paths) = try document()["paths"] else {

@@ -33,7 +33,63 @@ struct StatusChange: Sendable, Hashable {
     var role: String?
     /// The changed user's own last-seen privacy (nil: the app default), deciding which recipients see `lastActiveAt`.
     var lastSeenPrivacy: LastSeenPrivacy? = nil
+    /// The user's status as it is (the own view), with the availability they chose.
     var status: UserStatus
+    /// The public version after the change (SPEC §10.5; nil from a writer that predates it: the version).
+    var publicVersion: Int64? = nil
+    /// Whether the public view changed: only then is anyone but the user's own devices told.
+    var publicChange: Bool = true
+    /// While the user is invisible, what the public sees of them.
+    var hidden: PresenceRecord.Hidden? = nil
+
+    /// Everything the views of the change are made of.
+    var record: PresenceRecord {
+        PresenceRecord(
+            status: status,
+            availability: status.availability ?? .available,
+            publicVersion: publicVersion,
+            hidden: hidden,
+            lastSeenPrivacy: lastSeenPrivacy
+        )
+    }
+
+    /// The change of a stored status (a catch-up or a resynchronisation), telling the public when `publicChange`.
+    init(appId: String, stored: StoredStatus, publicChange: Bool) {
+        self.appId = appId
+        self.change = StatusRepository.Change.status.rawValue
+        self.role = stored.role
+        self.lastSeenPrivacy = stored.lastSeenPrivacy
+        self.status = stored.status
+        self.publicVersion = stored.record.publicVersion
+        self.publicChange = publicChange
+        self.hidden = stored.record.hidden
+    }
+
+    init(
+        appId: String,
+        change: Int,
+        role: String?,
+        lastSeenPrivacy: LastSeenPrivacy? = nil,
+        status: UserStatus,
+        publicVersion: Int64? = nil,
+        publicChange: Bool = true,
+        hidden: PresenceRecord.Hidden? = nil
+    ) {
+        self.appId = appId
+        self.change = change
+        self.role = role
+        self.lastSeenPrivacy = lastSeenPrivacy
+        self.status = status
+        self.publicVersion = publicVersion
+        self.publicChange = publicChange
+        self.hidden = hidden
+    }
+}
+
+/// The wire form of ``PresenceRecord/Hidden``.
+struct HiddenWire: Codable {
+    var statusType: StatusType
+    var lastActiveAt: Int64?
 }
 
 /// A device whose connection is to be closed.
@@ -67,6 +123,9 @@ extension BusMessage: Codable {
         case devices
         case reason
         case since
+        case publicVersion
+        case publicChange
+        case hidden
     }
 
     /// The `type` of each message.
@@ -95,7 +154,12 @@ extension BusMessage: Codable {
                     role: try fields.decodeIfPresent(String.self, forKey: .role),
                     // A value this version does not know is taken as none: the app default applies.
                     lastSeenPrivacy: try fields.decodeIfPresent(String.self, forKey: .lastSeenPrivacy).flatMap(LastSeenPrivacy.init(rawValue:)),
-                    status: try fields.decode(UserStatus.self, forKey: .status)
+                    status: try fields.decode(UserStatus.self, forKey: .status),
+                    publicVersion: try fields.decodeIfPresent(Int64.self, forKey: .publicVersion),
+                    publicChange: try fields.decodeIfPresent(Bool.self, forKey: .publicChange) ?? true,
+                    hidden: try fields.decodeIfPresent(HiddenWire.self, forKey: .hidden).map {
+                        PresenceRecord.Hidden(statusType: $0.statusType, lastActiveAt: $0.lastActiveAt)
+                    }
                 )
             )
         case .relations:
@@ -131,6 +195,9 @@ extension BusMessage: Codable {
             try fields.encodeIfPresent(change.role, forKey: .role)
             try fields.encodeIfPresent(change.lastSeenPrivacy, forKey: .lastSeenPrivacy)
             try fields.encode(change.status, forKey: .status)
+            try fields.encodeIfPresent(change.publicVersion, forKey: .publicVersion)
+            try fields.encode(change.publicChange, forKey: .publicChange)
+            try fields.encodeIfPresent(change.hidden.map { HiddenWire(statusType: $0.statusType, lastActiveAt: $0.lastActiveAt) }, forKey: .hidden)
         case .relationsChanged(let appId, let userIds, let since):
             try fields.encode(Kind.relations.rawValue, forKey: .type)
             try fields.encode(appId, forKey: .appId)

@@ -1,4 +1,5 @@
 import NIOCore
+import StatusCore
 
 /// Status events of one bus batch, grouped by the event loop of each recipient's channel.
 ///
@@ -9,21 +10,29 @@ struct DeliveryBatch {
     private var loops: [ObjectIdentifier: (loop: any EventLoop, items: [(StatusEvent, [DeviceSession])])] = [:]
     private var count = 0
 
-    /// Adds one change for its recipients; the event is encoded once, here, and shared by all of them (twice when
-    /// some recipients may not see `lastActiveAt`: once with it, once without).
+    /// Adds one change for its recipients; each view of it is encoded once, here, and shared by all who get that view
+    /// (SPEC §10.5: the own view, the public view, and the public view without `lastActiveAt`).
     mutating func add(_ change: StatusChange, to audience: Audience) {
         for (event, recipients) in Self.encodings(of: change, for: audience) { add(event, to: recipients) }
     }
 
-    /// The events of one change: the status as it is for `audience.seeing`, without `lastActiveAt` for
-    /// `audience.masked` (SPEC §2 last-seen privacy); one encoding per group that has recipients, so two at most.
+    /// The events of one change: the own view for `audience.own`, the public view for `audience.seeing`, without
+    /// `lastActiveAt` for `audience.masked` (SPEC §2 last-seen privacy); one encoding per group that has recipients,
+    /// so three at most.
     static func encodings(of change: StatusChange, for audience: Audience) -> [(event: StatusEvent, recipients: [DeviceSession])] {
         var result: [(event: StatusEvent, recipients: [DeviceSession])] = []
-        if !audience.seeing.isEmpty { result.append((StatusEvent(change.status), audience.seeing)) }
+        var record = change.record
+        if !audience.own.isEmpty {
+            result.append((StatusEvent(PresenceView.own.status(of: record, appDefault: .everyone)), audience.own))
+        }
+        guard !audience.seeing.isEmpty || !audience.masked.isEmpty else { return result }
+        // Who may see lastActiveAt was decided when the recipients were split: here it is shown, or removed.
+        record.lastSeenPrivacy = .everyone
+        var shown = PresenceView.others(isFriend: false).status(of: record, appDefault: .everyone)
+        if !audience.seeing.isEmpty { result.append((StatusEvent(shown), audience.seeing)) }
         if !audience.masked.isEmpty {
-            var hidden = change.status
-            hidden.lastActiveAt = nil
-            result.append((StatusEvent(hidden), audience.masked))
+            shown.lastActiveAt = nil
+            result.append((StatusEvent(shown), audience.masked))
         }
         return result
     }

@@ -21,6 +21,8 @@ final class FanoutIndex: Sendable {
         var loadSequence: UInt64 = 0
         /// target → the version of its status this node delivered last, for the resynchronisation after a gap.
         var versions: [AppUser: Int64] = [:]
+        /// target → the public version (SPEC §10.5) this node delivered last to others than the target's own devices.
+        var publicVersions: [AppUser: Int64] = [:]
     }
 
     private let state = Mutex(State())
@@ -111,6 +113,7 @@ final class FanoutIndex: Sendable {
         for key in state.subscribers.keys { targets[key.appId, default: []].insert(key.userId) }
         for key in state.friendsOf.keys { targets[key.appId, default: []].insert(key.userId) }
         state.versions = state.versions.filter { targets[$0.key.appId]?.contains($0.key.userId) == true }
+        state.publicVersions = state.publicVersions.filter { targets[$0.key.appId]?.contains($0.key.userId) == true }
         return targets
     }
 
@@ -142,9 +145,14 @@ final class FanoutIndex: Sendable {
         }
     }
 
-    /// Whether `status` differs from the version this node delivered last (or nothing was delivered of it yet).
-    func hasMoved(_ status: UserStatus, appId: String) -> Bool {
-        state.withLock { $0.versions[AppUser(appId: appId, userId: status.userId)] != status.version }
+    /// Whether `stored` differs from what this node delivered last of it: its version (to the user's own devices) or
+    /// its public version (to others), or nothing was delivered of it yet. `public` says whether the public version did.
+    func hasMoved(_ stored: StoredStatus, appId: String) -> (any: Bool, public: Bool) {
+        state.withLock { state in
+            let key = AppUser(appId: appId, userId: stored.status.userId)
+            let publicMoved = state.publicVersions[key] != stored.record.publicVersion
+            return (state.versions[key] != stored.status.version || publicMoved, publicMoved)
+        }
     }
 
     /// The local users of `appId` among `userIds` (whose relations must be reloaded).
@@ -220,27 +228,42 @@ final class FanoutIndex: Sendable {
                 // current version by design and is never dropped for it.
                 return Audience()
             }
-            let result = Self.recipients(of: change, config: config, in: state)
-            if !result.isEmpty { state.versions[target] = change.status.version }
+            let result = Self.recipients(of: change, config: config, publicToo: Self.isPublicNews(change, in: state), in: state)
+            Self.recordDelivered(change, result, in: &state)
             return result
         }
     }
 
+    /// Whether a change tells others something (SPEC §10.5): the public view changed, to a public version this node did
+    /// not deliver yet.
+    private static func isPublicNews(_ change: StatusChange, in state: State) -> Bool {
+        guard change.publicChange else { return false }
+        let target = AppUser(appId: change.appId, userId: change.status.userId)
+        guard let known = state.publicVersions[target] else { return true }
+        return change.record.publicVersion > known
+    }
+
+    private static func recordDelivered(_ change: StatusChange, _ result: Audience, in state: inout State) {
+        let target = AppUser(appId: change.appId, userId: change.status.userId)
+        if !result.isEmpty { state.versions[target] = change.status.version }
+        if !result.seeing.isEmpty || !result.masked.isEmpty { state.publicVersions[target] = change.record.publicVersion }
+    }
+
     /// The recipients of a change that `watcher` may have missed while this node was not yet hearing its target
-    /// (``FanoutService`` catch-up after a relationship change): everyone entitled here when this node has not
-    /// delivered that version yet (the bus copy, if it comes, is then dropped as stale), else only `watcher`'s sessions,
-    /// who were not listening when the others heard it.
+    /// (``FanoutService`` catch-up after a relationship change): everyone entitled here but the target's own devices
+    /// when this node has not delivered that public version yet (the bus copy, if it comes, is then dropped as stale),
+    /// else only `watcher`'s sessions, who were not listening when the others heard it.
     func catchUpAudience(of change: StatusChange, config: AppConfig, watcher: AppUser) -> Audience {
         state.withLock { state in
             let target = AppUser(appId: change.appId, userId: change.status.userId)
-            if let known = state.versions[target], known >= change.status.version {
-                var result = Self.recipients(of: change, config: config, in: state)
+            var result = Self.recipients(of: change, config: config, publicToo: true, in: state)
+            result.own = []
+            if let known = state.publicVersions[target], known >= change.record.publicVersion {
                 result.seeing.removeAll { $0.userId != watcher.userId }
                 result.masked.removeAll { $0.userId != watcher.userId }
                 return result
             }
-            let result = Self.recipients(of: change, config: config, in: state)
-            if !result.isEmpty { state.versions[target] = change.status.version }
+            if !result.isEmpty { state.publicVersions[target] = change.record.publicVersion }
             return result
         }
     }
@@ -253,20 +276,24 @@ final class FanoutIndex: Sendable {
         }
     }
 
-    private static func recipients(of change: StatusChange, config: AppConfig, in state: State) -> Audience {
+    /// The sessions entitled to a change (SPEC §6): the user's own (the own view), and, when `publicToo`, the others
+    /// (the public view, SPEC §10.5) split by whether they may see its `lastActiveAt`.
+    private static func recipients(of change: StatusChange, config: AppConfig, publicToo: Bool, in state: State) -> Audience {
         let target = AppUser(appId: change.appId, userId: change.status.userId)
         // Sessions are collected in an array and deduplicated by identity: this runs once per change for every
         // recipient, so no string is hashed per recipient beyond the one lookup of its user.
         var result = Audience()
         var seen = Set<ObjectIdentifier>()
         if config.multiDeviceSync, let own = state.users[target] {
-            for session in own.sessions.values where seen.insert(ObjectIdentifier(session)).inserted { result.seeing.append(session) }
+            for session in own.sessions.values where seen.insert(ObjectIdentifier(session)).inserted { result.own.append(session) }
         }
-        guard change.change == StatusRepository.Change.status.rawValue, config.plan == .premium else {
+        guard publicToo, change.change == StatusRepository.Change.status.rawValue, config.plan == .premium else {
             return result
         }
+        let record = change.record
         let privacy = change.lastSeenPrivacy ?? config.lastSeenPrivacy
-        let hides = change.status.lastActiveAt != nil && privacy != .everyone
+        let publicLastActive = record.isHidden ? record.hidden?.lastActiveAt : change.status.lastActiveAt
+        let hides = publicLastActive != nil && privacy != .everyone
         func addUser(_ userId: String, where include: (DeviceSession) -> Bool = { _ in true }) {
             guard userId != target.userId, let user = state.users[AppUser(appId: change.appId, userId: userId)] else { return }
             guard user.blocked.isEmpty || !user.blocked.contains(target.userId) else { return }

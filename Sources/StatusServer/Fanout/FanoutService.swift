@@ -175,14 +175,9 @@ final class FanoutService: Service, Sendable {
             statuses = try await services.statuses.stored(appId: key.appId, userIds: targets)
             var deliveries = DeliveryBatch()
             for stored in statuses.values {
-                guard let from = since[stored.status.userId], stored.status.version > from else { continue }
-                let change = StatusChange(
-                    appId: key.appId,
-                    change: StatusRepository.Change.status.rawValue,
-                    role: stored.role,
-                    lastSeenPrivacy: stored.lastSeenPrivacy,
-                    status: stored.status
-                )
+                // `since` holds public versions (what the subscriber was shown), SPEC §10.5.
+                guard let from = since[stored.status.userId], stored.record.publicVersion > from else { continue }
+                let change = StatusChange(appId: key.appId, stored: stored, publicChange: true)
                 deliveries.add(change, to: index.catchUpAudience(of: change, config: config, watcher: key))
                 Metrics.caughtUpStatuses.increment()
             }
@@ -289,14 +284,10 @@ final class FanoutService: Service, Sendable {
                     return false
                 }
                 var deliveries = DeliveryBatch()
-                for stored in statuses.values where index.hasMoved(stored.status, appId: appId) {
-                    let change = StatusChange(
-                        appId: appId,
-                        change: StatusRepository.Change.status.rawValue,
-                        role: stored.role,
-                        lastSeenPrivacy: stored.lastSeenPrivacy,
-                        status: stored.status
-                    )
+                for stored in statuses.values {
+                    let moved = index.hasMoved(stored, appId: appId)
+                    guard moved.any else { continue }
+                    let change = StatusChange(appId: appId, stored: stored, publicChange: moved.public)
                     deliveries.add(change, to: index.audience(of: change, config: config))
                     Metrics.resyncedStatuses.increment()
                 }

@@ -18,7 +18,8 @@ import Synchronization
 /// departures that could not be written, finishes app deletions whose node died, and, when the lease loop found the
 /// lease had expired (the node was stalled or cut from Redis), files its live sessions online again (SPEC §9: a
 /// stalled node never leaves its users offline); and renews the mark of the apps it holds `all`/`roles:` sessions of
-/// (``RecentChanges``), and drops the bus channels nobody here watches any more.
+/// (``RecentChanges``), and drops the bus channels nobody here watches any more. Twice a tick (every 250 ms by default)
+/// it clears the custom statuses whose expiry came (``ExpirySweeper``, SPEC §10.2: within 1 s of the moment).
 struct HousekeepingService: Service {
     let services: ServerServices
     let index: FanoutIndex
@@ -86,7 +87,11 @@ struct HousekeepingService: Service {
                 await guarded("backend device sweep") { try await sweepBackendDevices() }
             }
             ticks += 1
-            try? await Task.sleep(for: tick)
+            let expiries = ExpirySweeper(services: services)
+            await guarded("custom status expiry") { try await expiries.sweep() }
+            try? await Task.sleep(for: tick / 2)
+            await guarded("custom status expiry") { try await expiries.sweep() }
+            try? await Task.sleep(for: tick / 2)
         }
     }
 

@@ -8,20 +8,34 @@ struct StatusRoutes: Sendable {
 
     /// The body of `PUT /users/{userId}/status`: a field left out keeps its value (SPEC §4).
     struct SetStatus: JSONRequestBody, Sendable {
-        static let members: StrictJSON.Members? = StrictJSON.Members(["customStatus"])
+        static let members: StrictJSON.Members? = StrictJSON.Members(["customStatus", "availability", "clearAfterSeconds"])
         var customStatus: CustomStatusChange
+        /// SPEC §10.1; nil keeps it.
+        var availability: Availability?
+        /// SPEC §10.2; only with a custom status being set.
+        var clearAfterSeconds: Int?
 
-        init(customStatus: CustomStatusChange) {
+        init(customStatus: CustomStatusChange, availability: Availability? = nil, clearAfterSeconds: Int? = nil) {
             self.customStatus = customStatus
+            self.availability = availability
+            self.clearAfterSeconds = clearAfterSeconds
         }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             customStatus = container.contains(.customStatus) ? .set(try container.decodeIfPresent(String.self, forKey: .customStatus)) : .keep
+            availability = try SetSelfStatusFields.availability(
+                present: container.contains(.availability),
+                try container.decodeIfPresent(String.self, forKey: .availability)
+            )
+            // Present means a number: null is a wrong type, as for availability.
+            clearAfterSeconds = container.contains(.clearAfterSeconds) ? try container.decode(Int.self, forKey: .clearAfterSeconds) : nil
         }
 
         private enum CodingKeys: String, CodingKey {
             case customStatus
+            case availability
+            case clearAfterSeconds
         }
     }
 
@@ -61,7 +75,15 @@ struct StatusRoutes: Sendable {
         app.put("users/:userId/status") { request, context in
             let (app, userId) = try await services.user(request, context)
             let body = try await RequestBody.decode(SetStatus.self, from: request)
-            return EncodedJSONResponse(try await operations.setSelfStatus(app: app, userId: userId, customStatus: body.customStatus))
+            return EncodedJSONResponse(
+                try await operations.setSelfStatus(
+                    app: app,
+                    userId: userId,
+                    customStatus: body.customStatus,
+                    availability: body.availability,
+                    clearAfterSeconds: body.clearAfterSeconds
+                )
+            )
         }
         app.post("users/:userId/status/query") { request, context in
             let (app, userId) = try await services.user(request, context)

@@ -17,13 +17,23 @@ extension JSONWritable {
 }
 
 extension UserStatus: JSONWritable {
-    /// SPEC §2's status object: `customStatus` and `lastActiveAt` only when set, `onlineDevices` unless left out (the
+    /// SPEC §2's status object: `availability`, `customStatus`, `customStatusExpiresAt` and `lastActiveAt` only when set, `onlineDevices` unless left out (the
     /// backend query without `detail`).
     func writeJSON(to output: inout JSONOutput) {
         output.byte(UInt8(ascii: "{"))
+        if let availability {
+            output.raw(#""availability":"#)
+            output.string(availability.rawValue)
+            output.byte(UInt8(ascii: ","))
+        }
         if let customStatus {
             output.raw(#""customStatus":"#)
             output.string(customStatus)
+            output.byte(UInt8(ascii: ","))
+        }
+        if let customStatusExpiresAt {
+            output.raw(#""customStatusExpiresAt":"#)
+            output.integer(customStatusExpiresAt)
             output.byte(UInt8(ascii: ","))
         }
         if let lastActiveAt {

@@ -18,16 +18,24 @@ struct StatusOperations: Sendable {
     /// The backend query's fixed batch limit (SPEC §7 `POST /status/query`).
     static let backendQueryLimit = 500
 
-    /// setSelfStatus: unlimited, any plan; notifies (subscribers, and the webhook's `customStatusChange`) only when
-    /// something changed. A custom status left out (``CustomStatusChange/keep``) is kept: the call then only counts as
-    /// activity and answers the status.
-    func setSelfStatus(app: AppRecord, userId: String, customStatus: CustomStatusChange) async throws -> UserStatus {
+    /// setSelfStatus: unlimited, any plan; notifies (subscribers, and the webhook's `customStatusChange` and
+    /// `availabilityChange`) only when something changed. A custom status left out (``CustomStatusChange/keep``) is
+    /// kept, and so is an availability left out (nil): the call then only counts as activity and answers the status
+    /// (the caller's own view, SPEC §10.5).
+    func setSelfStatus(
+        app: AppRecord,
+        userId: String,
+        customStatus: CustomStatusChange,
+        availability: Availability? = nil,
+        clearAfterSeconds: Int? = nil
+    ) async throws -> UserStatus {
         let value: String?
         switch customStatus {
         case .keep: value = nil
         case .set(let text): value = try RequestRules.customStatus(text, maxBytes: app.config.customStatusMaxBytes)
         }
-        // One round trip: the script stores the value and publishes the change, and the app's log of recent changes
+        let expiresAt = try SetSelfStatusFields.expiresAt(clearAfterSeconds: clearAfterSeconds, customStatus: value, nowMs: WallClock.nowMs())
+        // One round trip: the script stores the values and publishes the change, and the app's log of recent changes
         // is written in the same pipeline while some node holds an `all`/`roles:` session of the app (only they
         // need it); statusType does not move, so the online index is not touched.
         let result = try await statuses.setCustomStatus(
@@ -35,19 +43,27 @@ struct StatusOperations: Sendable {
             userId: userId,
             value: value,
             keep: customStatus == .keep,
+            availability: availability,
+            expiresAt: expiresAt,
             keepMs: app.logsRecentChanges ? recorder.keepMs(app.config) : nil
         )
-        let status = result.reply.status
-        if result.change == .status {
-            await webhooks.enqueueCustomStatusChange(
-                app: app,
-                userId: userId,
-                customStatus: status.customStatus,
-                cleared: false,
-                statusType: status.statusType
-            )
+        let stored = result.write.reply
+        let status = stored.status
+        if result.write.change == .status {
+            if result.customStatusChanged {
+                await webhooks.enqueueCustomStatusChange(
+                    app: app,
+                    userId: userId,
+                    customStatus: status.customStatus,
+                    cleared: false,
+                    statusType: status.statusType
+                )
+            }
+            if let availability, availability != result.previousAvailability {
+                await webhooks.enqueueAvailabilityChange(app: app, userId: userId, availability: availability, statusType: status.statusType)
+            }
         }
-        return status
+        return PresenceView.own.status(of: stored.record, appDefault: app.config.lastSeenPrivacy)
     }
 
     /// getUserStatus: free for oneself; for others premium + statusQuery, batch limit and rate limit; blocked pairs
@@ -61,6 +77,7 @@ struct StatusOperations: Sendable {
         if userIds.isEmpty { throw StatusError(.invalidRequest, "userIds must not be empty") }
         let ids = try Identifiers.userIdList(userIds)
         var blocked = Set<String>()
+        var blockVersions: [String: Int64] = [:]
         let found: [String: StoredStatus]
         if ids.contains(where: { $0 != userId }) {
             try app.config.requireStatusQuery()
@@ -88,6 +105,7 @@ struct StatusOperations: Sendable {
                 found = try await statuses.stored(appId: app.appId, userIds: ids, friends: admission.friends)
             }
             blocked = admission.blocked
+            blockVersions = admission.blockVersions
         } else {
             // Only the caller: not counted, but activity while online (SPEC §2), recorded in the read's round trip;
             // reading their status tells whether they exist.
@@ -107,7 +125,7 @@ struct StatusOperations: Sendable {
                 result.failures.append(UserFailure(userId: id, code: .userNotFound))
                 continue
             }
-            result.statuses.append(Self.seen(stored, by: userId, blocked: blocked, config: app.config))
+            result.statuses.append(Self.seen(stored, by: userId, blocked: blocked, blockVersions: blockVersions, config: app.config))
         }
         return result
     }
@@ -121,6 +139,8 @@ struct StatusOperations: Sendable {
     struct QueryAdmission: Equatable {
         var callsLeft: Int
         var blocked: Set<String>
+        /// For blocked users, their public version when the block began (SPEC §10.5).
+        var blockVersions: [String: Int64] = [:]
         var friends: [Bool]
     }
 
@@ -160,8 +180,11 @@ struct StatusOperations: Sendable {
             marked += 1
             if exists, let stored = found[id] {
                 result.subscribed.append(id)
-                result.statuses.append(Self.seen(stored, by: userId, blocked: admission.blocked, config: app.config))
-                since[id] = stored.status.version
+                result.statuses.append(
+                    Self.seen(stored, by: userId, blocked: admission.blocked, blockVersions: admission.blockVersions, config: app.config)
+                )
+                // The public version: what the caller is shown of the target, and what a catch-up compares with.
+                since[id] = stored.record.publicVersion
             } else {
                 result.failures.append(UserFailure(userId: id, code: .userNotFound))
             }
@@ -183,12 +206,26 @@ struct StatusOperations: Sendable {
         return result
     }
 
-    /// A status as `viewer` may see it: their own as it is; another user's in the block mask where either blocked the
-    /// other (SPEC §4), else with `lastActiveAt` as the user's last-seen privacy allows (SPEC §2).
-    static func seen(_ stored: StoredStatus, by viewer: String, blocked: Set<String>, config: AppConfig) -> UserStatus {
-        if stored.status.userId == viewer { return stored.viewed(by: .privileged, appDefault: config.lastSeenPrivacy) }
-        if blocked.contains(stored.status.userId) { return stored.status.maskedByBlock() }
-        return stored.viewed(by: .other(isFriend: stored.viewerIsFriend ?? false), appDefault: config.lastSeenPrivacy)
+    /// A status as `viewer` may see it (SPEC §10.5, ``PresenceView``): their own view of themself; another user's in
+    /// the block mask where either blocked the other (SPEC §4), with the public version of when the block began
+    /// (`blockVersions`, nil when unknown), else the public view with `lastActiveAt` as last-seen privacy allows.
+    static func seen(
+        _ stored: StoredStatus,
+        by viewer: String,
+        blocked: Set<String>,
+        blockVersions: [String: Int64] = [:],
+        config: AppConfig
+    ) -> UserStatus {
+        let userId = stored.status.userId
+        let view: PresenceView
+        if userId == viewer {
+            view = .own
+        } else if blocked.contains(userId) {
+            view = .blocked(publicVersionAtBlock: blockVersions[userId])
+        } else {
+            view = .others(isFriend: stored.viewerIsFriend ?? false)
+        }
+        return stored.viewed(as: view, appDefault: config.lastSeenPrivacy)
     }
 
     /// Admits a call of a rate-limited operation that reads others (`query_rate_limit.lua`): counts it or throws
@@ -203,7 +240,7 @@ struct StatusOperations: Sendable {
         then commands: [[String]] = []
     ) async throws -> (QueryAdmission, ArraySlice<RedisValue>) {
         let user = RedisKeys(appId: app.appId).user(userId)
-        let keys = [user.rateLimit(operation), user.status, user.blocks, user.blockedBy, user.profile, user.friends]
+        let keys = [user.rateLimit(operation), user.status, user.blocks, user.blockedBy, user.profile, user.friends, user.blockVersions]
         let replies = try await redis.pipeline(
             script: scripts.queryRateLimit,
             keys: keys,
@@ -252,10 +289,11 @@ struct StatusOperations: Sendable {
     /// The backend's view of anyone's status: no user rate limit, no gating, no blocking; devices only with `detail`.
     func backendQuery(appId: String, userIds: [String], detail: Bool) async throws -> StatusQueryResult {
         let ids = try RequestRules.batch(userIds, limit: Self.backendQueryLimit)
-        let found = try await statuses.statuses(appId: appId, userIds: ids)
+        let found = try await statuses.stored(appId: appId, userIds: ids)
         var result = StatusQueryResult(statuses: [], failures: [])
         for id in ids {
-            if let status = found[id] {
+            if let stored = found[id] {
+                let status = stored.viewed(as: .own, appDefault: .everyone)
                 result.statuses.append(detail ? status : status.withoutDevices())
             } else {
                 result.failures.append(UserFailure(userId: id, code: .userNotFound))
@@ -289,7 +327,7 @@ struct StatusOperations: Sendable {
                 examined += 1
                 guard let stored = found[id] else { continue }
                 let matches = presence == nil || (presence == .online) == (stored.status.statusType == .online)
-                if matches { page.append(StatusQueryResult.Entry(userId: id, status: stored.status)) }
+                if matches { page.append(StatusQueryResult.Entry(userId: id, status: stored.viewed(as: .own, appDefault: .everyone))) }
                 if page.count == limit {
                     exhausted = exhausted && id == candidates.last
                     break
@@ -356,12 +394,18 @@ enum ListCursor {
 extension StatusOperations.QueryAdmission {
     /// Reads the reply that ``StatusOperations`` `admitted` left, refusing one whose counts do not add up.
     init(_ reply: [RedisValue], asked: Int) throws {
-        guard reply.count >= 2, let left = reply[0].int, let wide = reply[1].int, wide >= 0, reply.count == 2 + Int(wide) + asked else {
+        guard reply.count >= 2, let left = reply[0].int, let wide = reply[1].int, wide >= 0, reply.count == 2 + 2 * Int(wide) + asked else {
             throw StatusReplyError.malformed
         }
         let count = Int(wide)
         callsLeft = Int(left)
-        blocked = Set(reply[2..<(2 + count)].compactMap(\.string))
-        friends = reply[(2 + count)...].map { $0 == .integer(1) }
+        let ids = reply[2..<(2 + count)].map { $0.string ?? "" }
+        blocked = Set(ids.filter { !$0.isEmpty })
+        var versions: [String: Int64] = [:]
+        for (id, version) in zip(ids, reply[(2 + count)..<(2 + 2 * count)]) {
+            if let value = version.int ?? version.string.flatMap({ Int64($0) }) { versions[id] = value }
+        }
+        blockVersions = versions
+        friends = reply[(2 + 2 * count)...].map { $0 == .integer(1) }
     }
 }

@@ -18,6 +18,7 @@
 --       appId, userId, user channel,
 --       app slot channel (docs/bus.md), token generation ('' = no token to check)
 -- Reply: {changed (1 status | 2 devices only), replaced device JSON | '', kicked count k,
+--         (the public view changed: lib.lua settle_public, published with the change)
 --         k x (deviceId, device JSON, 'loginPolicy'|'tooManyDevices'), <status reply>}, or error USER_NOT_FOUND (no
 --         token) or TOKEN_REVOKED (the token's generation is not the user's, or the user is gone), or
 --         CONNECT_RATE_LIMITED <retry after ms>.
@@ -88,9 +89,13 @@ if #rules.kickPlatforms > 0 or redis.call('HLEN', KEYS[3]) > tonumber(rules.maxD
 end
 
 local changed = 2
-if redis.call('HGET', KEYS[1], 't') ~= 'online' then
+local public_change = 0
+local before = read_public(KEYS[1])
+if before[1] ~= 'online' then
     redis.call('HSET', KEYS[1], 't', 'online')
     bump_version(KEYS[1], now)
+    -- SPEC §10.5: an invisible user coming online changes nothing the public sees.
+    public_change = settle_public(KEYS[1], before, now)
     changed = 1
 end
 redis.call('HSET', KEYS[1], 'la', now)
@@ -99,5 +104,5 @@ for i = 1, #kicked do
     header[#header + 1] = kicked[i]
 end
 local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true)
-publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply)
+publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply, public_change)
 return with_header(header, reply)

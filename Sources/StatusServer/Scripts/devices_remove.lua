@@ -1,6 +1,7 @@
 -- SPEC §2: devices go away. When the last one goes the user leaves `online`: to `offline` (connection dropped,
 -- heartbeat timed out, node died) or `unlogined` (logout, kick); the custom status is cleared in the same change
--- (version +1 once) and lastActiveAt is that moment. Removing some devices only changes `onlineDevices`.
+-- (version +1 once) and lastActiveAt is that moment; SPEC §10.5 the public version moves when the public view did.
+-- Removing some devices only changes `onlineDevices`.
 -- SPEC §4: the retention clock of the subscriptions starts when the user leaves online.
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script.
 -- SPEC §7 resume: a WebSocket device that lost its socket leaves a resume point (ResumePoint.swift), written in the
@@ -38,12 +39,17 @@ for _, id in ipairs(ids) do
 end
 local changed = 0
 local cleared = 0
+local public_change = 0
 if #removed > 0 then
     changed = 2
-    if redis.call('HLEN', KEYS[3]) == 0 and redis.call('HGET', KEYS[1], 't') == 'online' then
+    local before = read_public(KEYS[1])
+    if redis.call('HLEN', KEYS[3]) == 0 and before[1] == 'online' then
         redis.call('HSET', KEYS[1], 't', ARGV[1], 'la', now)
         cleared = redis.call('HDEL', KEYS[1], 'cs')
+        redis.call('HDEL', KEYS[1], 'ce')
         bump_version(KEYS[1], now)
+        -- SPEC §10.5: an invisible user really leaving changes nothing the public sees.
+        public_change = settle_public(KEYS[1], before, now)
         redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
         changed = 1
     end
@@ -52,6 +58,6 @@ local header = { changed, cleared, #removed / 2 }
 for _, value in ipairs(removed) do header[#header + 1] = value end
 local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], #removed > 0)
 if changed ~= 0 then
-    publish_status(ARGV[7], ARGV[8], ARGV[5], ARGV[6], changed, reply)
+    publish_status(ARGV[7], ARGV[8], ARGV[5], ARGV[6], changed, reply, public_change)
 end
 return with_header(header, reply)

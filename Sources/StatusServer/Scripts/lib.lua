@@ -80,38 +80,77 @@ local function write_read_copy(status_key, created_at, role, privacy, device_wor
     end
 end
 
--- The status hash's status fields with its read copy: {t, cs, la, v, pc, pr, pp, dp} (nil where absent).
+-- SPEC §10.1 / §10.5: besides its status (`t`, `cs`, `la`, `v`) a status hash holds the chosen availability `av`
+-- (absent: available), the public version `pv` (absent: it is `v`, for data written before it existed), and while the
+-- user is invisible what the public sees of them: `ht` (statusType, `offline` or `unlogined`) and `hl` (lastActiveAt,
+-- '' for none), frozen when they stopped being seen online. `ce` is when the custom status clears itself (SPEC §10.2).
+-- The public view is made of these fields and nothing else (StatusCore PresenceView).
+
+-- The status hash's status fields with its read copy and its presence fields:
+-- {t, cs, la, v, pc, pr, pp, dp, av, pv, ht, hl, ce} (nil where absent).
 local function read_with_copy(status_key)
-    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp')
+    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp', 'av', 'pv', 'ht', 'hl', 'ce')
+end
+
+-- The fields of the status hash the public view is made of, as read by read_public: {t, cs, la, v, av, pv, ht, hl, ce}.
+local function read_public(status_key)
+    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'av', 'pv', 'ht', 'hl', 'ce')
+end
+
+-- SPEC §10.5: a string that is equal for two states exactly when the public view of them is the same (apart from its
+-- version). `p` as read_public reads. An invisible user looks like a user who is not online with no custom status.
+local function public_key(p)
+    local av = p[5] or 'available'
+    if av == 'invisible' then
+        return (p[7] or 'offline') .. '||' .. (p[8] or '') .. '|'
+    end
+    local t = p[1] or 'unlogined'
+    if t == 'online' then
+        return 'online|' .. (p[2] or '') .. '|' .. av .. '|' .. (p[9] or '')
+    end
+    return t .. '|' .. (p[2] or '') .. '|' .. (p[3] or '') .. '|' .. (p[9] or '')
+end
+
+-- SPEC §10.5: after a write that moved `v`, moves `pv` by exactly 1 when the public view changed, and only then.
+-- `before` is read_public of the hash before the write. A hash without `pv` starts from its `v` before the write.
+-- Returns 1 when the public view changed, else 0.
+local function settle_public(status_key, before, now)
+    local after = read_public(status_key)
+    local pv = tonumber(before[6] or before[4] or '0')
+    if public_key(before) ~= public_key(after) then
+        redis.call('HSET', status_key, 'pv', string.format('%d', pv + 1), 'pt', now)
+        return 1
+    end
+    if not before[6] then
+        redis.call('HSET', status_key, 'pv', string.format('%d', pv))
+    end
+    return 0
 end
 
 -- The status reply (below) of what read_with_copy read, for a hash that has its copy.
 local function reply_from_copy(s)
-    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', s[6] or '', s[7] or '' }
+    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', s[6] or '', s[7] or '',
+        s[9] or '', s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '' }
     for word in string.gmatch(s[8] or '', '%S+') do
         reply[#reply + 1] = word
     end
     return reply
 end
 
--- The status object as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', device1, platform1, ...}.
+-- The status object as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', av|'', pv, ht|'', hl|'', ce|'',
+-- device1, platform1, ...}.
 -- The profile's role and last-seen privacy travel with it: who may hear of the change, and who may see lastActiveAt.
 -- Scripts that change neither the devices nor the profile (custom status, heartbeat) read them from the read copy
 -- (above). With `refresh_copy` (every script that changes the devices or the profile passes it), or when the hash has
 -- no copy yet, they are read from the profile and the devices and the copy is rewritten.
 local function status_reply(status_key, profile_key, devices_key, refresh_copy)
-    local s
-    if refresh_copy then
-        s = redis.call('HMGET', status_key, 't', 'cs', 'la', 'v')
-    else
-        s = read_with_copy(status_key)
-        if s[5] then
-            return reply_from_copy(s)
-        end
-        -- No copy yet: its first four fields are the status itself, read once.
+    local s = read_with_copy(status_key)
+    if s[5] and not refresh_copy then
+        return reply_from_copy(s)
     end
     local profile = redis.call('HMGET', profile_key, 'createdAt', 'role', 'lastSeenPrivacy')
-    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[2] or '', profile[3] or '' }
+    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[2] or '', profile[3] or '',
+        s[9] or '', s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '' }
     local words = {}
     local devices = redis.call('HGETALL', devices_key)
     for i = 1, #devices, 2 do
@@ -138,16 +177,18 @@ end
 -- SPEC §6 (who is told) starts here: a write that changed a status puts it on the bus in the same atomic step, so a
 -- change is never stored without being announced, and it costs no second round trip. The message is the bus wire
 -- format v1 of docs/bus.md: {"v":1,"type":"status","appId":...,"change":"status"|"devices","role":...,
--- "lastSeenPrivacy":...,"status":{...}}.
+-- "lastSeenPrivacy":...,"publicVersion":...,"publicChange":true|false,"hidden":{...},"status":{...}}.
 -- It goes on two sharded channels, both in this user's hash slot (docs/bus.md): the user's own channel, heard by the
 -- nodes whose devices watch the user, and the app's channel for this slot, heard by nodes with `all`/`roles:` scopes.
--- A status change of a user nobody watches costs two lookups of absent channels.
--- `reply` is a status reply (see status_reply); `change` is 1 (status) or 2 (devices only).
-local function publish_status(user_channel, app_channel, app_id, user_id, change, reply)
+-- The app's channel only carries changes of the public view (SPEC §10.5: what an invisible user does is told to their
+-- own devices only). A status change of a user nobody watches costs two lookups of absent channels.
+-- `reply` is a status reply (see status_reply); `change` is 1 (status) or 2 (devices only); `public_change` is 1 when
+-- the public view changed (settle_public).
+local function publish_status(user_channel, app_channel, app_id, user_id, change, reply, public_change)
     -- The message is one concatenation (Lua joins a chain of `..` in one step, into one new string); only the parts
-    -- that may be absent are made before it. Identifiers (SPEC §1), statusType and platforms are written as they are:
-    -- their characters never need escaping in JSON.
-    local role, privacy, custom, active, devices = '', '', '', '', ''
+    -- that may be absent are made before it. Identifiers (SPEC §1), statusType, availability and platforms are written
+    -- as they are: their characters never need escaping in JSON.
+    local role, privacy, custom, active, devices, hidden, expires = '', '', '', '', '', '', ''
     if reply[5] ~= '' then
         role = ',"role":' .. cjson.encode(reply[5])
     end
@@ -160,19 +201,30 @@ local function publish_status(user_channel, app_channel, app_id, user_id, change
     if reply[3] ~= '' then
         active = ',"lastActiveAt":' .. tostring(tonumber(reply[3]))
     end
-    if #reply > 6 then
+    if reply[11] ~= '' then
+        expires = ',"customStatusExpiresAt":' .. tostring(tonumber(reply[11]))
+    end
+    local availability = reply[7] ~= '' and reply[7] or 'available'
+    if availability == 'invisible' then
+        hidden = ',"hidden":{"statusType":"' .. (reply[9] ~= '' and reply[9] or 'offline') .. '"'
+            .. (reply[10] ~= '' and (',"lastActiveAt":' .. tostring(tonumber(reply[10]))) or '') .. '}'
+    end
+    if #reply > 11 then
         local d = {}
-        for i = 7, #reply, 2 do
+        for i = 12, #reply, 2 do
             d[#d + 1] = '{"deviceId":"' .. reply[i] .. '","platform":"' .. reply[i + 1] .. '"}'
         end
         devices = table.concat(d, ',')
     end
     local payload = '{"v":1,"type":"status","appId":"' .. app_id
         .. (change == 1 and '","change":"status"' or '","change":"devices"') .. role .. privacy
-        .. ',"status":{"userId":"' .. user_id .. '","statusType":"' .. reply[1] .. '"' .. custom .. active
+        .. ',"publicVersion":' .. tostring(tonumber(reply[8]))
+        .. (public_change == 1 and ',"publicChange":true' or ',"publicChange":false') .. hidden
+        .. ',"status":{"userId":"' .. user_id .. '","statusType":"' .. reply[1] .. '"' .. custom .. active .. expires
+        .. ',"availability":"' .. availability .. '"'
         .. ',"version":' .. tostring(tonumber(reply[4])) .. ',"onlineDevices":[' .. devices .. ']}}'
     redis.call('SPUBLISH', user_channel, payload)
-    if change == 1 then
+    if change == 1 and public_change == 1 then
         redis.call('SPUBLISH', app_channel, payload)
     end
 end

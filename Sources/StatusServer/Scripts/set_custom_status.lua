@@ -1,11 +1,17 @@
--- SPEC §4 setSelfStatus: sets or clears the caller's custom status; a call that changes nothing notifies nobody.
--- SPEC §2: `version` +1 on every change of customStatus; while online the request is activity.
+-- SPEC §4 setSelfStatus: sets or clears the caller's custom status and/or sets their availability (SPEC §10.1); a field
+-- left out keeps its value, and a call that changes nothing notifies nobody.
+-- SPEC §2: `version` +1 on every change of customStatus or availability; while online the request is activity.
+-- SPEC §10.5: becoming invisible freezes what the public sees (`ht`, `hl`: offline since now when online, else the
+-- status they had); leaving invisibility drops it; `pv` moves by 1 when the public view changed (lib.lua settle_public).
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script. The presence index is not touched:
 -- statusType never changes here.
 -- KEYS: status, profile, devices
 -- ARGV: value ('' clears), appId, userId, user channel, app slot channel (docs/bus.md), keep ('1': the request left
--- customStatus out, so it stays as it is)
--- Reply: {changed (0|1), <status reply>} or error USER_NOT_FOUND.
+-- customStatus out, so it stays as it is), availability ('' = left out, kept), customStatusExpiresAt ('' = none: a
+-- custom status set without `clearAfterSeconds`, SPEC §10.2, has none; the caller wrote the due-time index entry first)
+-- Reply: {changed (0|1), public view changed (0|1), previous availability ('' = available), custom status changed
+-- (0|1), <status reply>} or error
+-- USER_NOT_FOUND.
 --
 -- The status hash is read once, with its read copy of the profile and the devices (lib.lua `write_read_copy`), and
 -- written once: every setSelfStatus of a user goes through here, and each Redis call of a script costs about as much
@@ -28,28 +34,91 @@ if s[1] == 'online' then
     writes[#writes + 1] = 'la'
     writes[#writes + 1] = s[3]
 end
+-- What the public saw before (read_public's shape).
+local before = { s[1], s[2], s[3], s[4], s[9], s[10], s[11], s[12], s[13] }
+local previous = s[9] or ''
 local changed = 0
+local custom_changed = 0
 if ARGV[6] ~= '1' and (s[2] or '') ~= ARGV[1] then
     changed = 1
+    custom_changed = 1
+    if ARGV[1] == '' then
+        redis.call('HDEL', KEYS[1], 'cs')
+        s[2] = nil
+    else
+        writes[#writes + 1] = 'cs'
+        writes[#writes + 1] = ARGV[1]
+        s[2] = ARGV[1]
+    end
+end
+-- SPEC §10.2: a custom status set or cleared brings its expiry (or none) with it.
+local expires = (ARGV[6] ~= '1' and ARGV[1] ~= '') and ARGV[8] or ''
+if ARGV[6] ~= '1' and (s[13] or '') ~= expires then
+    changed = 1
+    if expires == '' then
+        redis.call('HDEL', KEYS[1], 'ce')
+        s[13] = nil
+    else
+        writes[#writes + 1] = 'ce'
+        writes[#writes + 1] = expires
+        s[13] = expires
+    end
+end
+local wanted = ARGV[7]
+if wanted == 'available' then
+    wanted = ''
+end
+if ARGV[7] ~= '' and (s[9] or '') ~= wanted then
+    changed = 1
+    if wanted == '' then
+        redis.call('HDEL', KEYS[1], 'av')
+        s[9] = nil
+    else
+        writes[#writes + 1] = 'av'
+        writes[#writes + 1] = wanted
+        s[9] = wanted
+    end
+    if wanted == 'invisible' then
+        -- SPEC §10.5: shown as a user who went offline now, or as they were when not online.
+        if s[1] == 'online' then
+            s[11], s[12] = 'offline', tostring(now)
+        else
+            s[11], s[12] = s[1] or 'unlogined', s[3] or ''
+        end
+        writes[#writes + 1] = 'ht'
+        writes[#writes + 1] = s[11]
+        writes[#writes + 1] = 'hl'
+        writes[#writes + 1] = s[12]
+    elseif previous == 'invisible' then
+        redis.call('HDEL', KEYS[1], 'ht', 'hl')
+        s[11], s[12] = nil, nil
+    end
+end
+local public_change = 0
+if changed == 1 then
     -- bump_version, folded into the one write.
     s[4] = string.format('%d', (tonumber(s[4]) or 0) + 1)
     writes[#writes + 1] = 'v'
     writes[#writes + 1] = s[4]
     writes[#writes + 1] = 'vt'
     writes[#writes + 1] = now
-    if ARGV[1] == '' then
-        redis.call('HDEL', KEYS[1], 'cs')
-    else
-        writes[#writes + 1] = 'cs'
-        writes[#writes + 1] = ARGV[1]
+    -- settle_public, folded into the one write.
+    local pv = tonumber(before[6] or before[4] or '0')
+    if public_key(before) ~= public_key({ s[1], s[2], s[3], s[4], s[9], s[10], s[11], s[12], s[13] }) then
+        public_change = 1
+        pv = pv + 1
+        writes[#writes + 1] = 'pt'
+        writes[#writes + 1] = now
     end
-    s[2] = ARGV[1]
+    s[10] = string.format('%d', pv)
+    writes[#writes + 1] = 'pv'
+    writes[#writes + 1] = s[10]
 end
 if #writes > 0 then
     redis.call('HSET', KEYS[1], unpack(writes))
 end
 local reply = reply_from_copy(s)
 if changed == 1 then
-    publish_status(ARGV[4], ARGV[5], ARGV[2], ARGV[3], 1, reply)
+    publish_status(ARGV[4], ARGV[5], ARGV[2], ARGV[3], 1, reply, public_change)
 end
-return with_header({ changed }, reply)
+return with_header({ changed, public_change, previous, custom_changed }, reply)

@@ -18,6 +18,10 @@ struct RedisKeys: Sendable {
     var appWideListeners: String { "st:{\(appId)}:appwide" }
     /// Backend-driven devices by heartbeat time (member `userId\ndeviceId`).
     var heartbeats: String { "st:{\(appId)}:hb" }
+    /// The due-time index of custom status expiries (SPEC §10.2): member userId, score the `customStatusExpiresAt` to
+    /// clear (epoch ms); an entry being handled is leased (its score pushed past the lease). One per app, in the app's
+    /// slot: the housekeeping of every node reads it (``ExpirySweeper``).
+    var expiries: String { "st:{\(appId)}:expiries" }
 
     /// The tombstone of an unfinished deletion of this app (hash: API key digest, since, owner, claimed until); while it
     /// stands the appId cannot be created again. In the app record's slot, so one script swaps one for the other.
@@ -44,6 +48,9 @@ struct RedisKeys: Sendable {
     /// The appIds that have (or had) backend-driven devices: the only apps the heartbeat sweep visits, so that a node's
     /// background work does not grow with the number of apps. An app leaves it when it is deleted.
     static let backendApps = "st:apps:backend"
+    /// The appIds that have (or had) a custom status expiry: the apps whose ``expiries`` the housekeeping sweeps. An app
+    /// leaves it when it is deleted.
+    static let expiringApps = "st:apps:expiring"
     /// Set once the index above was filled from every app's heartbeats (for data written before it existed).
     static let backendAppsIndexed = "st:apps:backend:indexed"
     /// The appIds whose deletion may be unfinished (each has, or had, a ``deletionTombstone``), for the sweep that
@@ -67,6 +74,9 @@ struct UserKeys: Sendable {
     var friends: String { "st:\(tag):friends" }
     var blocks: String { "st:\(tag):blocks" }
     var blockedBy: String { "st:\(tag):blockedby" }
+    /// For each user on the other side of a block (either way), their public version when the block began (SPEC §10.5:
+    /// the masked view carries it, unmoving while the block lasts).
+    var blockVersions: String { "st:\(tag):blockpv" }
     /// Users who subscribed to this user (a superset: entries may outlive the subscription), so that deleting the user
     /// can remove every subscription to them (SPEC §7). A sorted set with every score 0, not a set: Redis 7.0 keeps a
     /// set of strings as a hash table (about 50 bytes an entry) but a sorted set of up to `zset-max-listpack-entries`
@@ -86,7 +96,7 @@ struct UserKeys: Sendable {
 
     /// Every key of the user, for deletion.
     var all: [String] {
-        [profile, status, devices, subscriptions, friends, blocks, blockedBy, subscribers, legacySubscribers]
+        [profile, status, devices, subscriptions, friends, blocks, blockedBy, blockVersions, subscribers, legacySubscribers]
             + RateLimitedOperation.allCases.map(rateLimit)
     }
 }

@@ -26,6 +26,9 @@ struct ScriptLibrary: Sendable {
     let webhookRetry: RedisScript
     let webhookIndexAdd: RedisScript
     let webhookIndexRemove: RedisScript
+    let customStatusExpire: RedisScript
+    let expiryTake: RedisScript
+    let expiryDone: RedisScript
 
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
@@ -33,7 +36,7 @@ struct ScriptLibrary: Sendable {
             setCustomStatus, deviceConnect, deviceHeartbeat, devicesRemove, subscribe, subscribeTarget, unsubscribe, queryRateLimit, presenceIndex,
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
             statusReadCopy, userActivity, webhookEnqueue, webhookTake, webhookSettle, webhookRetry, webhookIndexAdd,
-            webhookIndexRemove,
+            webhookIndexRemove, customStatusExpire, expiryTake, expiryDone,
         ]
     }
 
@@ -66,7 +69,10 @@ struct ScriptLibrary: Sendable {
             webhookSettle: try script("webhook_settle"),
             webhookRetry: try script("webhook_retry"),
             webhookIndexAdd: try script("webhook_index_add"),
-            webhookIndexRemove: try script("webhook_index_remove")
+            webhookIndexRemove: try script("webhook_index_remove"),
+            customStatusExpire: try script("custom_status_expire"),
+            expiryTake: try script("expiry_take"),
+            expiryDone: try script("expiry_done")
         )
     }
 

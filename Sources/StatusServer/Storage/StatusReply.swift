@@ -2,27 +2,27 @@ import RedisClient
 import StatusCore
 
 /// Decodes the flat status reply of the scripts' `status_reply` (`lib.lua`):
-/// `t, cs, la, v, role, lastSeenPrivacy, device, platform, ...`.
+/// `t, cs, la, v, role, lastSeenPrivacy, av, pv, ht, hl, ce, device, platform, ...`.
 struct StatusReply: Sendable {
-    /// The user's status object.
-    var status: UserStatus
+    /// Everything every view of the user's status is made of (SPEC §10.5); its `status` is the own view.
+    var record: PresenceRecord
     /// The user's role, for role-scoped presence.
     var role: String?
+
+    /// The user's status as it is (the own view).
+    var status: UserStatus { record.status }
     /// The user's own last-seen privacy (nil: the app default applies).
-    var lastSeenPrivacy: LastSeenPrivacy?
+    var lastSeenPrivacy: LastSeenPrivacy? { record.lastSeenPrivacy }
 
     /// The values before the device pairs.
-    static let fixedCount = 6
+    static let fixedCount = 11
 
     /// Decodes `values` starting at `offset`.
     init(userId: String, values: [RedisValue], offset: Int) throws {
         guard values.count >= offset + Self.fixedCount else { throw StatusReplyError.malformed }
+        func text(_ index: Int) -> String? { values[offset + index].string.flatMap { $0.isEmpty ? nil : $0 } }
         let type = StatusType(rawValue: values[offset].string ?? "") ?? .unlogined
-        let custom = values[offset + 1].string.flatMap { $0.isEmpty ? nil : $0 }
-        let lastActive = values[offset + 2].int
         let version = values[offset + 3].int ?? 0
-        let role = values[offset + 4].string.flatMap { $0.isEmpty ? nil : $0 }
-        let privacy = values[offset + 5].string.flatMap(LastSeenPrivacy.init(rawValue:))
         var devices: [OnlineDevice] = []
         var index = offset + Self.fixedCount
         while index + 1 < values.count {
@@ -32,34 +32,90 @@ struct StatusReply: Sendable {
             index += 2
         }
         devices.sort { $0.deviceId < $1.deviceId }
-        self.status = UserStatus(
+        self.record = StatusFields(
+            type: type,
+            custom: text(1),
+            lastActive: values[offset + 2].int,
+            version: version,
+            privacy: text(5),
+            availability: text(6),
+            publicVersion: values[offset + 7].int,
+            hiddenType: text(8),
+            hiddenLastActive: values[offset + 9].int,
+            expiresAt: values[offset + 10].int
+        ).record(userId: userId, devices: devices)
+        self.role = text(4)
+    }
+}
+
+/// The stored fields of a status, decoded alike from a script's reply and from a read of the hash.
+struct StatusFields {
+    var type: StatusType
+    var custom: String?
+    var lastActive: Int64?
+    var version: Int64
+    var privacy: String?
+    var availability: String?
+    var publicVersion: Int64?
+    var hiddenType: String?
+    var hiddenLastActive: Int64?
+    var expiresAt: Int64?
+
+    func record(userId: String, devices: [OnlineDevice]?) -> PresenceRecord {
+        // A value this version does not know counts as none (available).
+        let chosen = availability.flatMap(Availability.init(rawValue:)) ?? .available
+        let status = UserStatus(
             userId: userId,
             statusType: type,
             customStatus: custom,
             lastActiveAt: lastActive,
             version: version,
-            onlineDevices: devices
+            onlineDevices: devices,
+            availability: chosen,
+            customStatusExpiresAt: custom == nil ? nil : expiresAt
         )
-        self.role = role
-        self.lastSeenPrivacy = privacy
+        var hidden: PresenceRecord.Hidden?
+        if chosen == .invisible {
+            let frozen = hiddenType.flatMap(StatusType.init(rawValue:)) ?? .offline
+            hidden = PresenceRecord.Hidden(statusType: frozen == .online ? .offline : frozen, lastActiveAt: hiddenLastActive)
+        }
+        return PresenceRecord(
+            status: status,
+            availability: chosen,
+            publicVersion: publicVersion,
+            hidden: hidden,
+            lastSeenPrivacy: privacy.flatMap(LastSeenPrivacy.init(rawValue:))
+        )
     }
 }
 
 /// A status read from Redis with what decides who may see what of it.
 struct StoredStatus: Sendable {
-    var status: UserStatus
+    /// Everything the views of the status are made of (SPEC §10.5).
+    var record: PresenceRecord
     /// The user's profile role.
     var role: String?
-    /// The user's own last-seen privacy (nil: the app default applies).
-    var lastSeenPrivacy: LastSeenPrivacy?
     /// When the version last moved, epoch ms (nil for statuses last changed before this was recorded).
     var versionTime: Int64?
+    /// When the public version last moved, epoch ms (nil: never since public versions exist; ``versionTime`` applies).
+    var publicVersionTime: Int64?
     /// Whether the viewer the read was made for is the user's friend (nil when read for no viewer).
     var viewerIsFriend: Bool?
 
-    /// The status as `viewer` may see it under `appDefault` (SPEC §2 last-seen privacy).
-    func viewed(by viewer: LastSeenPrivacy.Viewer, appDefault: LastSeenPrivacy) -> UserStatus {
-        status.viewed(by: viewer, privacy: lastSeenPrivacy ?? appDefault)
+    /// The user's status as it is (the own view).
+    var status: UserStatus { record.status }
+    /// The user's own last-seen privacy (nil: the app default applies).
+    var lastSeenPrivacy: LastSeenPrivacy? { record.lastSeenPrivacy }
+
+    /// When the public version last moved: `pt`, or, for a status whose public version never moved apart from its
+    /// version since public versions exist, when the version did.
+    var publicTime: Int64? {
+        publicVersionTime ?? (record.publicVersion == status.version ? versionTime : nil)
+    }
+
+    /// The status as `view` shows it under `appDefault` (SPEC §10.5, §2 last-seen privacy).
+    func viewed(as view: PresenceView, appDefault: LastSeenPrivacy) -> UserStatus {
+        view.status(of: record, appDefault: appDefault)
     }
 }
 

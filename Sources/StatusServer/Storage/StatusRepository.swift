@@ -47,22 +47,25 @@ struct StatusRepository: Sendable {
         return try await completed(Self.stored(userIds: userIds, friends: friends, from: replies[...]), appId: appId)
     }
 
-    /// Each user's current `version` (0 for a user with none yet), one `HGET` each in one round trip: where a
-    /// relationship change starts from (``BusMessage/relationsChanged(appId:userIds:since:)``).
+    /// Each user's current public version (SPEC §10.5: what others are shown; their `version` when they have none yet,
+    /// 0 for a user with neither), one `HMGET` each in one round trip: where a relationship change starts from
+    /// (``BusMessage/relationsChanged(appId:userIds:since:)``).
     func versions(appId: String, userIds: [String]) async throws -> [String: Int64] {
         let keys = RedisKeys(appId: appId)
-        let replies = try await redis.pipeline(userIds.map { ["HGET", keys.user($0).status, "v"] })
+        let replies = try await redis.pipeline(userIds.map { ["HMGET", keys.user($0).status, "pv", "v"] })
         var versions: [String: Int64] = [:]
         for (userId, reply) in zip(userIds, replies) {
             if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
-            versions[userId] = reply.string.flatMap { Int64($0) } ?? 0
+            let fields = reply.array ?? []
+            versions[userId] = fields.lazy.compactMap { $0.string.flatMap { Int64($0) } }.first ?? 0
         }
         return versions
     }
 
-    /// The fields of a user's status hash that a status read needs: its own (`t`, `cs`, `la`, `v`, `vt`) and the read
-    /// copy of the profile and the devices (`pc`, `pr`, `pp`, `dp`; `lib.lua` `write_read_copy`).
-    static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp"]
+    /// The fields of a user's status hash that a status read needs: its own (`t`, `cs`, `la`, `v`, `vt`), the read copy
+    /// of the profile and the devices (`pc`, `pr`, `pp`, `dp`; `lib.lua` `write_read_copy`), and what the views are made
+    /// of (SPEC §10.5: `av`, `pv`, `ht`, `hl`, `ce`, `pt`; `lib.lua`).
+    static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp", "av", "pv", "ht", "hl", "ce", "pt"]
 
     /// The commands that read the statuses of `userIds`: one `HMGET` of ``readFields`` per user, each touching one
     /// user's keys only, so they can share a pipeline with other commands, or go to different shards. (Which of them
@@ -139,19 +142,24 @@ struct StatusRepository: Sendable {
         if reply.isNull { return nil }
         guard let fields = reply.array, fields.count == readFields.count else { throw StatusReplyError.malformed }
         guard !fields[5].isNull else { return nil }
-        let status = UserStatus(
-            userId: userId,
-            statusType: fields[0].string.flatMap(StatusType.init(rawValue:)) ?? .unlogined,
-            customStatus: fields[1].string.flatMap { $0.isEmpty ? nil : $0 },
-            lastActiveAt: fields[2].int,
+        func text(_ index: Int) -> String? { fields[index].string.flatMap { $0.isEmpty ? nil : $0 } }
+        let record = StatusFields(
+            type: fields[0].string.flatMap(StatusType.init(rawValue:)) ?? .unlogined,
+            custom: text(1),
+            lastActive: fields[2].int,
             version: fields[3].int ?? 0,
-            onlineDevices: fields[8].bytes.map(onlineDevices) ?? []
-        )
+            privacy: text(7),
+            availability: text(9),
+            publicVersion: fields[10].int,
+            hiddenType: text(11),
+            hiddenLastActive: fields[12].int,
+            expiresAt: fields[13].int
+        ).record(userId: userId, devices: fields[8].bytes.map(onlineDevices) ?? [])
         return StoredStatus(
-            status: status,
-            role: fields[6].string.flatMap { $0.isEmpty ? nil : $0 },
-            lastSeenPrivacy: fields[7].string.flatMap(LastSeenPrivacy.init(rawValue:)),
+            record: record,
+            role: text(6),
             versionTime: fields[4].int,
+            publicVersionTime: fields[14].int,
             viewerIsFriend: viewerIsFriend
         )
     }
@@ -174,22 +182,69 @@ struct StatusRepository: Sendable {
         return devices
     }
 
-    /// SPEC §4 setSelfStatus; `nil` clears, `keep` leaves the custom status as it is. The script publishes the change
-    /// itself; the app's log of recent changes (kept `keepMs`; `nil` when no node needs it) is written in the same
-    /// round trip.
-    func setCustomStatus(appId: String, userId: String, value: String?, keep: Bool = false, keepMs: Int64?) async throws -> WriteResult {
+    /// What setSelfStatus did.
+    struct SetResult: Sendable {
+        var write: WriteResult
+        /// Whether the public view changed (SPEC §10.5).
+        var publicChange: Bool
+        /// The availability chosen before the call.
+        var previousAvailability: Availability
+        /// Whether the custom status changed.
+        var customStatusChanged: Bool
+    }
+
+    /// SPEC §4 setSelfStatus; `nil` clears, `keep` leaves the custom status as it is; `availability` nil keeps it. The
+    /// script publishes the change itself; the app's log of recent changes (kept `keepMs`; `nil` when no node needs
+    /// it) is written in the same round trip.
+    func setCustomStatus(
+        appId: String,
+        userId: String,
+        value: String?,
+        keep: Bool = false,
+        availability: Availability? = nil,
+        expiresAt: Int64? = nil,
+        keepMs: Int64?
+    ) async throws -> SetResult {
         let user = RedisKeys(appId: appId).user(userId)
+        if let expiresAt {
+            // SPEC §10.2: the due-time entry first, so that no stored expiry is ever missing from the index (an entry
+            // whose status was not written is dropped by the sweep when it falls due).
+            _ = try await redis.pipeline([
+                ["SADD", RedisKeys.expiringApps, appId],
+                ["ZADD", RedisKeys(appId: appId).expiries, String(expiresAt), userId],
+            ])
+        }
         let replies = try await redis.pipeline(
             script: scripts.setCustomStatus,
             keys: [user.status, user.profile, user.devices],
-            arguments: [value ?? "", appId, userId] + BusChannels.statusArguments(appId, userId) + [keep ? "1" : "0"],
+            arguments: [value ?? "", appId, userId] + BusChannels.statusArguments(appId, userId)
+                + [keep ? "1" : "0", availability?.rawValue ?? "", expiresAt.map(String.init) ?? ""],
             then: keepMs.map { RecentChanges.record(appId: appId, userId: userId, nowMs: WallClock.nowMs(), keepMs: $0) } ?? []
         )
         let reply = try Self.values(replies[0])
-        return WriteResult(
-            change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
-            reply: try StatusReply(userId: userId, values: reply, offset: 1)
+        guard reply.count >= 4 else { throw StatusReplyError.malformed }
+        return SetResult(
+            write: WriteResult(
+                change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
+                reply: try StatusReply(userId: userId, values: reply, offset: 4)
+            ),
+            publicChange: reply[1].int == 1,
+            previousAvailability: reply[2].string.flatMap(Availability.init(rawValue:)) ?? .available,
+            customStatusChanged: reply[3].int == 1
         )
+    }
+
+    /// SPEC §10.2: clears the user's custom status if it still expires at `dueAt` (`custom_status_expire.lua`, which
+    /// publishes the change). Nil when there was nothing to clear.
+    func expireCustomStatus(appId: String, userId: String, dueAt: String) async throws -> (reply: StatusReply, publicChange: Bool)? {
+        let user = RedisKeys(appId: appId).user(userId)
+        let reply = try await run(
+            scripts.customStatusExpire,
+            [user.status, user.profile, user.devices],
+            [dueAt, appId, userId] + BusChannels.statusArguments(appId, userId)
+        )
+        guard reply.first?.int == 1, reply.count >= 2 else { return nil }
+        return (try StatusReply(userId: userId, values: reply, offset: 2), reply[1].int == 1)
     }
 
     /// What a connect did besides the status: the device it replaced and the devices it kicked, by the login policy
@@ -248,7 +303,7 @@ struct StatusRepository: Sendable {
             [deviceId, try JSONCoding.string(record), try JSONCoding.string(rules), appId, userId]
                 + BusChannels.statusArguments(appId, userId) + [generation ?? ""]
         )
-        guard reply.count >= 3 else { throw StatusReplyError.malformed }
+        guard reply.count >= 4 else { throw StatusReplyError.malformed }
         let kickedCount = Int(reply[2].int ?? 0)
         guard reply.count >= 3 + 3 * kickedCount else { throw StatusReplyError.malformed }
         var kicked: [KickedDevice] = []
@@ -298,7 +353,7 @@ struct StatusRepository: Sendable {
             [mode.rawValue, String(Int64(retentionSeconds) * 1000), connectionId ?? "", staleBefore.map(String.init) ?? ""]
             + [appId, userId] + BusChannels.statusArguments(appId, userId) + resume + deviceIds
         let reply = try await run(scripts.devicesRemove, keys, arguments)
-        guard reply.count >= 3 else { throw StatusReplyError.malformed }
+        guard reply.count >= 4 else { throw StatusReplyError.malformed }
         let count = Int(reply[2].int ?? 0)
         var removed: [(String, DeviceRecord)] = []
         for index in 0..<count {

@@ -101,6 +101,7 @@ struct UserDirectory: Sendable {
         commands += friends.map { ["SREM", keys.user($0).friends, userId] }
         commands += blocks.map { ["SREM", keys.user($0).blockedBy, userId] }
         commands += blockedBy.map { ["SREM", keys.user($0).blocks, userId] }
+        commands += (blocks + blockedBy).map { ["HDEL", keys.user($0).blockVersions, userId] }
         commands += subscribers.map { ["ZREM", keys.user($0).subscriptions, userId] }
         commands += targets.map { ["ZREM", keys.user($0).subscribers, userId] }
         commands += targets.map { ["SREM", keys.user($0).legacySubscribers, userId] }
@@ -144,20 +145,42 @@ struct UserDirectory: Sendable {
         Self.sorted(try await requireExists(appId: appId, userId: userId, thenRead: ["SMEMBERS", RedisKeys(appId: appId).user(userId).friends]))
     }
 
-    /// Blocks users: the blocker's `blocks` set first, then each target's `blockedby`.
+    /// Blocks users: first, for a pair not blocked yet either way, each side's public version as the other sees it from
+    /// now on (SPEC §10.5, ``UserKeys/blockVersions``), then the blocker's `blocks` set, then each target's `blockedby`.
     func addBlocks(appId: String, userId: String, targetIds: [String]) async throws {
         guard !targetIds.isEmpty else { return }
         let keys = RedisKeys(appId: appId)
+        let users = [userId] + targetIds
+        let read = try await redis.pipeline(users.map { ["HMGET", keys.user($0).status, "pv", "v"] })
+        var versions: [String] = []
+        for reply in read {
+            let fields = reply.array ?? []
+            let pv = fields.first?.string ?? (fields.count > 1 ? fields[1].string : nil)
+            versions.append(pv ?? "0")
+        }
+        var writes: [[String]] = []
+        for (index, target) in targetIds.enumerated() where target != userId {
+            writes.append(["HSETNX", keys.user(userId).blockVersions, target, versions[index + 1]])
+            writes.append(["HSETNX", keys.user(target).blockVersions, userId, versions[0]])
+        }
+        _ = try await redis.pipeline(writes)
         _ = try await redis.send(["SADD", keys.user(userId).blocks] + targetIds)
         _ = try await redis.pipeline(targetIds.map { ["SADD", keys.user($0).blockedBy, userId] })
     }
 
-    /// Unblocks users.
+    /// Unblocks users; for a pair no longer blocked either way, the versions kept for the block go.
     func removeBlocks(appId: String, userId: String, targetIds: [String]) async throws {
         guard !targetIds.isEmpty else { return }
         let keys = RedisKeys(appId: appId)
         _ = try await redis.send(["SREM", keys.user(userId).blocks] + targetIds)
         _ = try await redis.pipeline(targetIds.map { ["SREM", keys.user($0).blockedBy, userId] })
+        let still = try await redis.send(["SMISMEMBER", keys.user(userId).blockedBy] + targetIds).array ?? []
+        var writes: [[String]] = []
+        for (target, flag) in zip(targetIds, still) where flag.int != 1 {
+            writes.append(["HDEL", keys.user(userId).blockVersions, target])
+            writes.append(["HDEL", keys.user(target).blockVersions, userId])
+        }
+        _ = try await redis.pipeline(writes)
     }
 
     /// Users the user blocked, and users who blocked the user, sorted.

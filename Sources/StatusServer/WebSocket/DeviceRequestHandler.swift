@@ -7,17 +7,20 @@ import StatusCore
 struct DeviceRequestHandler: Sendable {
     let services: ServerServices
 
-    /// A request frame. For `setSelfStatus`, `customStatus` absent keeps it, `null` or `""` clears it (SPEC §4).
+    /// A request frame. For `setSelfStatus`, `customStatus` absent keeps it, `null` or `""` clears it (SPEC §4);
+    /// `availability` absent keeps it (SPEC §10.1); `clearAfterSeconds` goes with a custom status set (SPEC §10.2).
     struct Frame: Decodable {
         var id: JSONValue?
         var op: String?
         var customStatus: String?
+        var availability: String?
+        var clearAfterSeconds: Int?
         var userIds: [String]?
 
         /// The members each op's frame may have (SPEC §7: unknown fields are `INVALID_REQUEST`); a field added to an
         /// op goes here too.
         static let members: [String: StrictJSON.Members] = [
-            "setSelfStatus": StrictJSON.Members(["id", "op", "customStatus"]),
+            "setSelfStatus": StrictJSON.Members(["id", "op", "customStatus", "availability", "clearAfterSeconds"]),
             "getUserStatus": StrictJSON.Members(["id", "op", "userIds"]),
             "subscribeUserStatus": StrictJSON.Members(["id", "op", "userIds"]),
             "unsubscribeUserStatus": StrictJSON.Members(["id", "op", "userIds"]),
@@ -71,7 +74,15 @@ struct DeviceRequestHandler: Sendable {
             switch frame.op {
             case "setSelfStatus":
                 let change: CustomStatusChange = fields["customStatus"] == nil ? .keep : .set(frame.customStatus)
-                let status = try await operations.setSelfStatus(app: app, userId: session.userId, customStatus: change)
+                let availability = try SetSelfStatusFields.availability(present: fields["availability"] != nil, frame.availability)
+                if fields["clearAfterSeconds"] == JSONValue.null { throw StatusError(.invalidRequest, "clearAfterSeconds must be a number") }
+                let status = try await operations.setSelfStatus(
+                    app: app,
+                    userId: session.userId,
+                    customStatus: change,
+                    availability: availability,
+                    clearAfterSeconds: frame.clearAfterSeconds
+                )
                 return (try success(id, status), .keepOpen)
             case "getUserStatus":
                 return (try success(id, try await operations.getUserStatus(app: app, userId: session.userId, userIds: try ids(frame))), .keepOpen)

@@ -55,11 +55,17 @@ struct SessionResume: Sendable {
                 let statuses = try await services.statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
                 for facts in chunk {
                     guard let stored = statuses[facts.userId],
-                        point.isNews(userId: facts.userId, version: stored.status.version, versionTime: stored.versionTime),
                         Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config)
                     else { continue }
-                    let viewer: LastSeenPrivacy.Viewer = facts.isSelf ? .privileged : .other(isFriend: facts.isFriend)
-                    missed.append(stored.viewed(by: viewer, appDefault: app.config.lastSeenPrivacy))
+                    // SPEC §10.5: the user's own view moves with their version; everyone else's with the public one.
+                    let view: PresenceView =
+                        facts.isSelf ? .own : facts.blocked ? .blocked(publicVersionAtBlock: nil) : .others(isFriend: facts.isFriend)
+                    let news =
+                        facts.isSelf
+                        ? point.isNews(userId: facts.userId, version: stored.status.version, versionTime: stored.versionTime)
+                        : point.isNews(userId: facts.userId, version: stored.record.publicVersion, versionTime: stored.publicTime)
+                    guard news else { continue }
+                    missed.append(stored.viewed(as: view, appDefault: app.config.lastSeenPrivacy))
                 }
             }
             guard !missed.isEmpty else { return nil }

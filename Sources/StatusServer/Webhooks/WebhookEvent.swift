@@ -1,7 +1,8 @@
 import StatusCore
 
 /// The SPEC §8 callback body: a device-level transition (`login`, `logout`, `disconnect`, with the device's id and
-/// platform) or a change of the user's custom status (`customStatusChange`, with `customStatus` and no device fields).
+/// platform), a change of the user's custom status (`customStatusChange`, with `customStatus` and no device fields) or
+/// of their availability (`availabilityChange`, with `availability`, SPEC §10.1).
 struct WebhookEvent: Sendable, Hashable, Encodable {
     /// A device a login kicked, as listed in the login's `kickedDevices`.
     struct KickedDevice: Sendable, Hashable, Encodable {
@@ -16,6 +17,8 @@ struct WebhookEvent: Sendable, Hashable, Encodable {
         /// The custom status was set, changed or cleared by setSelfStatus (`setCustomStatus`), or cleared because the
         /// user left `online` (`cleared`); `customStatus` is the new value, null when none.
         case customStatus(customStatus: String?, reason: String)
+        /// The availability the user chose changed (SPEC §10.1, §8): the own view, so also `invisible`.
+        case availability(Availability)
     }
 
     var appId: String
@@ -26,7 +29,7 @@ struct WebhookEvent: Sendable, Hashable, Encodable {
     var eventTime: Int64
 
     enum CodingKeys: String, CodingKey {
-        case event, appId, userId, deviceId, platform, action, reason, statusType, eventTime, kickedDevices, customStatus
+        case event, appId, userId, deviceId, platform, action, reason, statusType, eventTime, kickedDevices, customStatus, availability
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -46,6 +49,9 @@ struct WebhookEvent: Sendable, Hashable, Encodable {
             try container.encode(reason, forKey: .reason)
             // Always present: null says the user has none now.
             try container.encode(customStatus, forKey: .customStatus)
+        case .availability(let availability):
+            try container.encode("availabilityChange", forKey: .action)
+            try container.encode(availability, forKey: .availability)
         }
         try container.encode(statusType, forKey: .statusType)
         try container.encode(eventTime, forKey: .eventTime)

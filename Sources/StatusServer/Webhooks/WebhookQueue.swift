@@ -44,8 +44,24 @@ struct WebhookQueue: Sendable {
 
     /// Queues a change of the user's custom status (`customStatusChange`) when the app has a webhook.
     func enqueueCustomStatusChange(app: AppRecord, userId: String, customStatus: String?, cleared: Bool, statusType: StatusType) async {
-        let change = WebhookEvent.Action.customStatus(customStatus: customStatus, reason: cleared ? "cleared" : "setCustomStatus")
-        await enqueue(app: app, userId: userId, change, statusType: statusType)
+        await enqueueCustomStatusChange(
+            app: app,
+            userId: userId,
+            customStatus: customStatus,
+            reason: cleared ? "cleared" : "setCustomStatus",
+            statusType: statusType
+        )
+    }
+
+    /// SPEC §8 `customStatusChange` with its `reason` (`setCustomStatus`, `cleared`, or `expired`, SPEC §10.2).
+    func enqueueCustomStatusChange(app: AppRecord, userId: String, customStatus: String?, reason: String, statusType: StatusType) async {
+        await enqueue(app: app, userId: userId, .customStatus(customStatus: customStatus, reason: reason), statusType: statusType)
+    }
+
+    /// SPEC §8 `availabilityChange`: the availability the user chose (the own view: webhooks report invisible users as
+    /// they are).
+    func enqueueAvailabilityChange(app: AppRecord, userId: String, availability: Availability, statusType: StatusType) async {
+        await enqueue(app: app, userId: userId, .availability(availability), statusType: statusType)
     }
 
     private func enqueue(app: AppRecord, userId: String, _ action: WebhookEvent.Action, statusType: StatusType) async {

@@ -1,0 +1,57 @@
+import Foundation
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §10.5 blocks: a pair where either side blocked the other sees the other in the offline mask, without
+/// `lastActiveAt`, with the public version as it stood when the block began, unmoving while the block lasts; then the
+/// current public view again, whose version is not lower.
+@Suite struct BlockMaskTests {
+    static let config: JSONValue = ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": 1000, "windowSeconds": 1]]
+
+    private func seen(_ app: APIClient, by viewer: String, _ userId: String) async throws -> JSONValue {
+        try await app.query(viewer, [userId]).body["statuses"][0]
+    }
+
+    @Test(arguments: ["alice", "bob"])
+    func theMaskedVersionStandsWhateverTheOtherDoes(blocker: String) async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: Self.config)
+            try await app.createUsers(["alice", "bob"])
+            expectOK(try await app.login("alice", "phone"))
+            expectOK(try await app.setStatus("alice", "busy"))
+            let before = try await seen(app, by: "bob", "alice")
+            let version = try #require(before["version"].int)
+            let other = blocker == "alice" ? "bob" : "alice"
+            expectOK(try await app.call(.put, "/users/\(blocker)/blocks", ["userIds": [.string(other)]]))
+
+            let masked: JSONValue = ["userId": "alice", "statusType": "offline", "version": .int(version), "onlineDevices": []]
+            #expect(try await seen(app, by: "bob", "alice") == masked)
+            // alice changes in every way a version can move; bob polls after each change and sees the same.
+            let changes: [(String, String, JSONValue?)] = [
+                ("PUT", "/users/alice/status", ["customStatus": "other"]),
+                ("PUT", "/users/alice/status", ["availability": "dnd"]),
+                ("POST", "/users/alice/devices/phone/logout", nil),
+                ("POST", "/users/alice/devices/laptop/login", ["platform": "web"]),
+                ("PUT", "/users/alice/status", ["availability": "invisible"]),
+                ("PUT", "/users/alice/status", ["availability": "available"]),
+                ("PUT", "/users/alice/status", ["customStatus": nil]),
+            ]
+            for (method, path, body) in changes {
+                expectOK(try await app.call(method == "PUT" ? .put : .post, path, body))
+                #expect(try await seen(app, by: "bob", "alice") == masked, "\(path) \(String(describing: body))")
+                #expect(expectOK(try await app.subscribe("bob", ["alice"]))["statuses"][0] == masked)
+            }
+            // Blocking the other way too changes nothing; lifting one block of two neither.
+            expectOK(try await app.call(.put, "/users/\(other)/blocks", ["userIds": [.string(blocker)]]))
+            expectOK(try await app.call(.delete, "/users/\(other)/blocks", ["userIds": [.string(blocker)]]))
+            #expect(try await seen(app, by: "bob", "alice") == masked)
+
+            expectOK(try await app.call(.delete, "/users/\(blocker)/blocks", ["userIds": [.string(other)]]))
+            let after = try await seen(app, by: "bob", "alice")
+            #expect(after["statusType"] == "online")
+            #expect((after["version"].int ?? 0) > version, "never lower, and here it moved")
+        }
+    }
+}
