@@ -88,11 +88,23 @@ final class FanoutIndex: Sendable {
     /// Returns whether it applied.
     @discardableResult
     func update(_ key: AppUser, relations: Relations, sequence: UInt64) -> Bool {
+        update(key, relations: relations, sequence: sequence, noting: []) != nil
+    }
+
+    /// ``update(_:relations:sequence:)`` that also answers, for each of `targets` that becomes a relationship of the user
+    /// with this load, the public version this node had delivered of it at that moment (-1 for none): what reached
+    /// the node before, the user's sessions missed; what reached it after, they heard. Nil when the load was dropped.
+    func update(_ key: AppUser, relations: Relations, sequence: UInt64, noting targets: Set<String>) -> [String: Int64]? {
         state.withLock { state in
-            guard let user = state.users[key], sequence > user.relationsSequence else { return false }
+            guard let user = state.users[key], sequence > user.relationsSequence else { return nil }
+            var atEdge: [String: Int64] = [:]
+            for target in targets where !user.subscriptions.contains(target) && !user.friends.contains(target) {
+                guard relations.subscriptions.contains(target) || relations.friends.contains(target) else { continue }
+                atEdge[target] = state.publicVersions[AppUser(appId: key.appId, userId: target)] ?? -1
+            }
             state.users[key]?.relationsSequence = sequence
             Self.setRelations(relations, for: key, in: &state)
-            return true
+            return atEdge
         }
     }
 
@@ -253,12 +265,17 @@ final class FanoutIndex: Sendable {
     /// (``FanoutService`` catch-up after a relationship change): everyone entitled here but the target's own devices
     /// when this node has not delivered that public version yet (the bus copy, if it comes, is then dropped as stale),
     /// else only `watcher`'s sessions, who were not listening when the others heard it.
-    func catchUpAudience(of change: StatusChange, config: AppConfig, watcher: AppUser) -> Audience {
+    /// `knownAtEdge`: the public version this node had delivered of the target when the watcher's relationship to it
+    /// began (``update(_:relations:sequence:noting:)``); a version delivered after that reached the watcher with the
+    /// others and is not sent again. Nil when unknown: then the watcher gets it (a repeat it drops by its version
+    /// rather than a loss).
+    func catchUpAudience(of change: StatusChange, config: AppConfig, watcher: AppUser, knownAtEdge: Int64? = nil) -> Audience {
         state.withLock { state in
             let target = AppUser(appId: change.appId, userId: change.status.userId)
             var result = Self.recipients(of: change, config: config, publicToo: true, in: state)
             result.own = []
             if let known = state.publicVersions[target], known >= change.record.publicVersion {
+                if let knownAtEdge, change.record.publicVersion > knownAtEdge { return Audience() }
                 result.seeing.removeAll { $0.userId != watcher.userId }
                 result.masked.removeAll { $0.userId != watcher.userId }
                 return result

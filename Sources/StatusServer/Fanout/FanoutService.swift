@@ -146,9 +146,10 @@ final class FanoutService: Service, Sendable {
     /// delivered (``catchUp(_:since:)``).
     func loadRelations(_ key: AppUser, since: [String: Int64] = [:]) async {
         let sequence = index.beginRelationsLoad()
+        var atEdge: [String: Int64]?
         do {
             let before = index.interest(of: key)
-            index.update(key, relations: try await relations.load(key), sequence: sequence)
+            atEdge = index.update(key, relations: try await relations.load(key), sequence: sequence, noting: Set(since.keys))
             mayHaveUnwatchedChannels.store(true, ordering: .relaxed)
             let after = index.interest(of: key)
             await listen(users: before.symmetricDifference(after), apps: [])
@@ -158,14 +159,14 @@ final class FanoutService: Service, Sendable {
             if !since.isEmpty { inbox.markGap() }
             return
         }
-        if !since.isEmpty { await catchUp(key, since: since) }
+        if !since.isEmpty { await catchUp(key, since: since, atEdge: atEdge) }
     }
 
     /// Delivers what users that `key` newly hears about changed between the relationship change (their versions in
     /// `since`) and the moment this node heard their channels: published before the confirmation, it reached nobody
     /// here. Waits for the confirmation first (another load may have asked for the channel), then reads the targets'
     /// statuses once. A read that fails is a gap: everything is resynchronised.
-    private func catchUp(_ key: AppUser, since: [String: Int64]) async {
+    private func catchUp(_ key: AppUser, since: [String: Int64], atEdge: [String: Int64]?) async {
         let targets = index.related(key, among: since.keys)
         guard !targets.isEmpty else { return }
         await listen(users: Set(targets.map { AppUser(appId: key.appId, userId: $0) }), apps: [])
@@ -178,7 +179,8 @@ final class FanoutService: Service, Sendable {
                 // `since` holds public versions (what the subscriber was shown), SPEC §10.5.
                 guard let from = since[stored.status.userId], stored.record.publicVersion > from else { continue }
                 let change = StatusChange(appId: key.appId, stored: stored, publicChange: true)
-                deliveries.add(change, to: index.catchUpAudience(of: change, config: config, watcher: key))
+                let knownAtEdge = atEdge.map { $0[stored.status.userId] ?? .max }
+                deliveries.add(change, to: index.catchUpAudience(of: change, config: config, watcher: key, knownAtEdge: knownAtEdge))
                 Metrics.caughtUpStatuses.increment()
             }
             deliveries.send()

@@ -34,7 +34,7 @@ struct SessionResume: Sendable {
                         if let stored = try await services.statuses.stored(appId: app.appId, userIds: [session.userId])[session.userId],
                             app.config.multiDeviceSync
                         {
-                            own = [stored.viewed(by: .privileged, appDefault: app.config.lastSeenPrivacy)]
+                            own = [stored.viewed(as: .own, appDefault: app.config.lastSeenPrivacy)]
                         }
                         let frame = DeviceFrames.StatusChanged(
                             statuses: (own + snapshot.statuses).sorted { $0.userId < $1.userId },

@@ -33,7 +33,7 @@ struct SessionSnapshot: Sendable {
                 guard let stored = statuses[facts.userId], Entitlement.hears(facts, role: stored.role, scope: session.scope, config: config)
                 else { continue }
                 listed.insert(facts.userId)
-                shown.append(stored.viewed(by: .other(isFriend: facts.isFriend), appDefault: config.lastSeenPrivacy))
+                shown.append(stored.viewed(as: .others(isFriend: facts.isFriend), appDefault: config.lastSeenPrivacy))
             }
         }
         var truncated = false
@@ -67,12 +67,15 @@ struct SessionSnapshot: Sendable {
             let fresh = ids.filter { !listed.contains($0) && !blocked.contains($0) }
             let statuses = try await services.statuses.stored(appId: app.appId, userIds: fresh)
             for userId in fresh {
-                guard let stored = statuses[userId], stored.status.statusType == .online else { continue }
+                // Online as the device sees them: an invisible user is not (the public view, SPEC §10.5).
+                guard let stored = statuses[userId] else { continue }
+                let seen = stored.viewed(as: .others(isFriend: false), appDefault: app.config.lastSeenPrivacy)
+                guard seen.statusType == .online else { continue }
                 let facts = Entitlement.Facts(userId: userId, isSelf: false, subscribes: false, isFriend: false, blocked: false)
                 guard Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config) else { continue }
                 if added == services.configuration.snapshotScopeLimit { return true }
                 listed.insert(userId)
-                shown.append(stored.viewed(by: .other(isFriend: false), appDefault: app.config.lastSeenPrivacy))
+                shown.append(seen)
                 added += 1
             }
             if ids.count < batch { return false }
