@@ -29,7 +29,7 @@ import Testing
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: config)
             var run = ModelRun(app: app, port: api.client.port!, seed: seed)
-            try await app.createUsers(run.model.users)
+            try await app.createUsers(run.model.users + [ModelRun.observer])
             try await withThrowingTaskGroup(of: Void.self) { group in
                 let deadline = ContinuousClock.now + .seconds(seconds)
                 var bursts = 0
@@ -99,6 +99,9 @@ struct ModelRun {
                 await existing.device.close()
                 devices[key] = nil
                 log.append("drop \(key)")
+                // A drop has no answer: its departure is filed a moment later. The model goes on once it is, so that
+                // the versions it reads before the next step are not overtaken by it.
+                try await waitUntilGone(user: user, deviceId: String(key.dropFirst(3)))
             } else {
                 let (device, _) = try await app.openDevice(port: port, userId: user, DeviceOptions(deviceId: String(key.dropFirst(3))), spawn: spawn)
                 devices[key] = (user, device)
@@ -163,12 +166,12 @@ struct ModelRun {
     }
 
     /// Starts or ends each device's hearing of each user as the model now says, from the versions read before the step.
-    private mutating func updateEntitlements(before: [String: Int64]) {
+    private mutating func updateEntitlements(before: Versions) {
         for (key, entry) in devices {
             for target in model.users {
                 if model.hears(entry.user, target) {
                     entitledSinceCheck[key, default: []].insert(target)
-                    if baselines[key]?[target] == nil { baselines[key, default: [:]][target] = before[target] ?? 0 }
+                    if baselines[key]?[target] == nil { baselines[key, default: [:]][target] = before.of(target, seenBy: entry.user) }
                 } else {
                     baselines[key]?[target] = nil
                 }
@@ -186,7 +189,7 @@ struct ModelRun {
             for (key, entry) in devices.sorted(by: { $0.key < $1.key }) {
                 let known = Self.knownVersions(entry.device.rawFrames)
                 for (target, baseline) in baselines[key] ?? [:] {
-                    let now = current[target] ?? 0
+                    let now = current.of(target, seenBy: entry.user)
                     if now > baseline, (known[target] ?? -1) < now {
                         problems.append("\(key) lost \(target): knows \(known[target] ?? -1), current \(now) (from \(baseline))")
                     }
@@ -218,14 +221,40 @@ struct ModelRun {
         devices = [:]
     }
 
-    /// Every user's current version, read with the app key (`POST /status/query`).
-    private func versions() async throws -> [String: Int64] {
-        let response = try await app.call(.post, "/status/query", ["userIds": .array(model.users.map(JSONValue.string))])
-        var result: [String: Int64] = [:]
-        for status in response.body["statuses"].array {
-            if let userId = status["userId"].string { result[userId] = status["version"].int ?? 0 }
+    /// A user who watches nobody and whom nobody blocks: what others see of each user is what this one is answered.
+    static let observer = "observer"
+
+    /// Every user's current versions: their own (the app's view, `POST /status/query`) and the public one others see
+    /// (SPEC §10.5, asked as ``observer``).
+    struct Versions {
+        var own: [String: Int64] = [:]
+        var seen: [String: Int64] = [:]
+
+        /// The version `viewer` is shown of `target`.
+        func of(_ target: String, seenBy viewer: String) -> Int64 { (target == viewer ? own[target] : seen[target]) ?? 0 }
+    }
+
+    private func versions() async throws -> Versions {
+        let ids = JSONValue.array(model.users.map(JSONValue.string))
+        var result = Versions()
+        for status in try await app.call(.post, "/status/query", ["userIds": ids]).body["statuses"].array {
+            if let userId = status["userId"].string { result.own[userId] = status["version"].int ?? 0 }
+        }
+        for status in try await app.call(.post, "/users/\(Self.observer)/status/query", ["userIds": ids]).body["statuses"].array {
+            if let userId = status["userId"].string { result.seen[userId] = status["version"].int ?? 0 }
         }
         return result
+    }
+
+    /// Waits (3 s at most) until the user's device is no longer listed online.
+    private func waitUntilGone(user: String, deviceId: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(3)
+        while ContinuousClock.now < deadline {
+            let response = try await app.call(.post, "/status/query", ["userIds": [.string(user)], "detail": true])
+            let devices = response.body["statuses"][0]["onlineDevices"].array.compactMap { $0["deviceId"].string }
+            if !devices.contains(deviceId) { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     /// The highest version of each user a device was given: welcome, events and replies.
