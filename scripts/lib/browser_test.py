@@ -205,6 +205,8 @@ def client_flow(driver, api_key):
           log.own = welcome.status.statusType;
           log.subscribed = (await client.subscribeUserStatus(["carol"])).subscribed;
           log.self = (await client.setSelfStatus("reviewing")).customStatus;
+          log.expiring = (await client.setSelfStatus("reviewing", { clearAfterSeconds: 3600 })).customStatusExpiresAt > Date.now();
+          log.availability = (await client.setAvailability("busy")).availability;
           log.query = (await client.getUserStatus(["carol"])).statuses.map((s) => s.statusType);
           log.heartbeat = (await client.heartbeat()).heartbeatSeconds;
           try { await client.subscribeUserStatus(["bad id"]); } catch (e) { log.badId = e.code; }
@@ -216,7 +218,9 @@ def client_flow(driver, api_key):
     assert "error" not in result, result
     assert result["own"] == "online" and result["subscribed"] == ["carol"] and result["self"] == "reviewing", result
     assert result["query"] == ["unlogined"] and result["heartbeat"] > 0 and result["badId"] == "INVALID_USER_ID", result
-    ok("browser client: connect, subscribeUserStatus, setSelfStatus, getUserStatus, heartbeat and error codes")
+    assert result["expiring"] is True and result["availability"] == "busy", result
+    ok("browser client: connect, subscribeUserStatus, setSelfStatus (with an expiry), setAvailability, getUserStatus, "
+       "heartbeat and error codes")
 
     assert api("PUT", "/v1/apps/console-demo/users/carol/status", {"customStatus": "lunch"}, key=api_key)[0] == 200
     WebDriverWait(driver, 10).until(lambda d: ["carol", "lunch"] in d.execute_script("return window.bobLog.events"))
@@ -235,6 +239,7 @@ def client_flow(driver, api_key):
     assert reconnect_query.get("resume") == [first_resume], (first_resume, urls[1])
     assert welcomes[1].get("resume") not in (None, first_resume), welcomes[1]
     assert "resume" not in urllib.parse.parse_qs(urllib.parse.urlparse(urls[0]).query), urls[0]
+    assert all(urllib.parse.parse_qs(urllib.parse.urlparse(u).query).get("snapshot") == ["true"] for u in urls), urls
     assert api("PUT", "/v1/apps/console-demo/users/carol/status", {"customStatus": "back"}, key=api_key)[0] == 200
     WebDriverWait(driver, 10).until(lambda d: ["carol", "back"] in d.execute_script("return window.bobLog.events"))
     ok("browser client: reconnects after a dropped socket, sends the welcome's resume token back and keeps receiving events")

@@ -131,12 +131,26 @@ export class StatusClient {
   }
 
   /**
-   * setSelfStatus: sets (or with `""`/`null` clears) the user's custom status.
+   * setSelfStatus: sets (or with `""`/`null` clears) the user's custom status; with `clearAfterSeconds`
+   * (1–604,800) it clears itself then (the status carries `customStatusExpiresAt`, SPEC §10.2).
    * @param {string | null} customStatus
+   * @param {{clearAfterSeconds?: number}} [options]
    * @returns {Promise<UserStatus>}
    */
-  setSelfStatus(customStatus) {
-    return this.request("setSelfStatus", { customStatus });
+  setSelfStatus(customStatus, options = {}) {
+    const fields = { customStatus };
+    if (options.clearAfterSeconds !== undefined) fields.clearAfterSeconds = options.clearAfterSeconds;
+    return this.request("setSelfStatus", fields);
+  }
+
+  /**
+   * setAvailability: `available`, `away`, `busy`, `dnd` or `invisible` (SPEC §10.1), kept across reconnects and
+   * devices; `invisible` shows the user offline to everyone else while their own devices see the truth.
+   * @param {"available" | "away" | "busy" | "dnd" | "invisible"} availability
+   * @returns {Promise<UserStatus>}
+   */
+  setAvailability(availability) {
+    return this.request("setSelfStatus", { availability });
   }
 
   /**
@@ -153,8 +167,11 @@ export class StatusClient {
    * @param {string[]} userIds
    * @returns {Promise<SubscribeResult>}
    */
-  subscribeUserStatus(userIds) {
-    return this.request("subscribeUserStatus", { userIds });
+  async subscribeUserStatus(userIds) {
+    const result = await this.request("subscribeUserStatus", { userIds });
+    // The reply's `statuses` are the users' current statuses (SPEC §4): an event older than them is dropped.
+    for (const status of result.statuses || []) this._fresh(status);
+    return result;
   }
 
   /**
@@ -266,6 +283,8 @@ export class StatusClient {
     if (this.options.presence) url.searchParams.set("presence", this.options.presence);
     url.searchParams.set("token", token);
     if (this.resumeToken) url.searchParams.set("resume", this.resumeToken);
+    // Every connect starts from the current statuses (SPEC §10.6): one `statusChanged` whose frame has `snapshot`.
+    if (this.options.snapshot !== false) url.searchParams.set("snapshot", "true");
     return url.href;
   }
 
