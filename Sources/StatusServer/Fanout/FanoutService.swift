@@ -274,13 +274,10 @@ final class FanoutService: Service, Sendable {
         guard await auditDevices(users) else { return false }
         for (appId, targets) in index.watchedTargets() {
             guard let config = try? await services.apps.find(appId)?.config else { continue }
-            var start = 0
-            while start < targets.count {
-                let chunk = Array(targets[start..<min(start + Self.resyncChunk, targets.count)])
-                start += Self.resyncChunk
+            for chunk in targets.chunks(of: Self.resyncChunk) {
                 let statuses: [String: StoredStatus]
                 do {
-                    statuses = try await services.statuses.stored(appId: appId, userIds: chunk)
+                    statuses = try await services.statuses.stored(appId: appId, userIds: Array(chunk))
                 } catch {
                     logger.debug("resynchronisation read failed", metadata: ["error": "\(error)"])
                     return false
@@ -303,10 +300,7 @@ final class FanoutService: Service, Sendable {
     /// profile per local user, pipelined by ``resyncChunk``) and closes the sessions whose device was removed while the
     /// bus feed was down (``DeviceRecordAudit``). Returns false if Redis could not be read.
     private func auditDevices(_ users: [AppUser]) async -> Bool {
-        var start = 0
-        while start < users.count {
-            let chunk = Array(users[start..<min(start + Self.resyncChunk, users.count)])
-            start += Self.resyncChunk
+        for chunk in users.chunks(of: Self.resyncChunk) {
             let sessions = chunk.map { user in index.sessions(of: user).filter(\.isConnectedInRedis) }
             var commands: [[String]] = []
             for (user, held) in zip(chunk, sessions) where !held.isEmpty {

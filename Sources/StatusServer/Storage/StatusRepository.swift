@@ -122,11 +122,7 @@ struct StatusRepository: Sendable {
             let user = keys.user(missing.userId)
             return ["EVALSHA", scripts.statusReadCopy.sha1, "3", user.status, user.profile, user.devices] + Self.readFields
         }
-        var replies = try await redis.pipeline(commands)
-        if replies.contains(where: { if case .error(let message) = $0 { message.hasPrefix("NOSCRIPT") } else { false } }) {
-            try await redis.loadScripts([scripts.statusReadCopy])
-            replies = try await redis.pipeline(commands)
-        }
+        let replies = try await redis.pipelineLoadingScripts(commands, scripts: [scripts.statusReadCopy])
         var found = reads.found
         for (missing, reply) in zip(reads.withoutCopy, replies) {
             if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }

@@ -48,10 +48,7 @@ struct SessionResume: Sendable {
             }
             let watched = index.watched(by: session, including: others)
             var missed: [UserStatus] = []
-            var start = 0
-            while start < watched.count {
-                let chunk = watched[start..<min(start + FanoutService.resyncChunk, watched.count)]
-                start += FanoutService.resyncChunk
+            for chunk in watched.chunks(of: FanoutService.resyncChunk) {
                 let statuses = try await services.statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
                 for facts in chunk {
                     guard let stored = statuses[facts.userId],

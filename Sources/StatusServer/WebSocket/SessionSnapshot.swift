@@ -88,10 +88,3 @@ struct SessionSnapshot: Sendable {
         WebSocketWire.text(try JSONCoding.string(DeviceFrames.Snapshot(statuses: result.statuses, truncated: result.truncated ? true : nil)))
     }
 }
-
-extension Array {
-    /// The array in consecutive slices of at most `size` elements.
-    func chunks(of size: Int) -> [ArraySlice<Element>] {
-        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
-    }
-}
