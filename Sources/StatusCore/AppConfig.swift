@@ -56,6 +56,9 @@ public struct AppConfig: Sendable, Hashable, Codable {
     public var allowedOrigins: [String]?
     /// SPEC §3/§10.6: device connects (WebSocket upgrades and backend logins together) per user, sliding window.
     public var connectRateLimit = RateLimit(calls: 30, windowSeconds: 60)
+    /// SPEC §3/§10.3: how long (0–300 s) a user whose last device dropped (not logged out, not kicked) still counts as
+    /// `online`, so that a reconnect within it shows others nothing.
+    public var offlineGraceSeconds = 0
 
     /// The defaults of SPEC §3.
     public init() {}
@@ -63,7 +66,7 @@ public struct AppConfig: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case plan, statusQuery, friendStatusNotify, multiDeviceSync, customStatusMaxBytes, subscriptionLimit
         case subscribeBatchLimit, queryBatchLimit, rateLimit, heartbeatTimeoutSeconds, subscriptionRetentionSeconds
-        case webhook, maxDevicesPerUser, loginPolicy, lastSeenPrivacy, allowedOrigins, connectRateLimit
+        case webhook, maxDevicesPerUser, loginPolicy, lastSeenPrivacy, allowedOrigins, connectRateLimit, offlineGraceSeconds
     }
 
     /// Decodes a stored config; a flag missing from it (stored before the flag existed) keeps its default.
@@ -88,6 +91,7 @@ public struct AppConfig: Sendable, Hashable, Codable {
         lastSeenPrivacy = try container.decodeIfPresent(LastSeenPrivacy.self, forKey: .lastSeenPrivacy) ?? defaults.lastSeenPrivacy
         allowedOrigins = try container.decodeIfPresent([String].self, forKey: .allowedOrigins)
         connectRateLimit = try container.decodeIfPresent(RateLimit.self, forKey: .connectRateLimit) ?? defaults.connectRateLimit
+        offlineGraceSeconds = try container.decodeIfPresent(Int.self, forKey: .offlineGraceSeconds) ?? defaults.offlineGraceSeconds
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -111,6 +115,7 @@ public struct AppConfig: Sendable, Hashable, Codable {
         // Like `webhook`, always present: `null` means any origin.
         try container.encode(allowedOrigins, forKey: .allowedOrigins)
         try container.encode(connectRateLimit, forKey: .connectRateLimit)
+        try container.encode(offlineGraceSeconds, forKey: .offlineGraceSeconds)
     }
 
     /// True when the premium plan and the `statusQuery` switch are both on.

@@ -27,6 +27,7 @@ public enum AppConfigPatch {
             case "connectRateLimit": result.connectRateLimit = try rateLimit(value, key, current: result.connectRateLimit)
             case "webhook": result.webhook = try webhook(value)
             case "maxDevicesPerUser": result.maxDevicesPerUser = try int(value, key, min: 1, max: 100)
+            case "offlineGraceSeconds": result.offlineGraceSeconds = try int(value, key, min: 0, max: 300)
             case "loginPolicy": result.loginPolicy = try choice(value, key)
             case "lastSeenPrivacy": result.lastSeenPrivacy = try choice(value, key)
             case "allowedOrigins": result.allowedOrigins = try allowedOrigins(value)

@@ -11,8 +11,8 @@ public struct PresenceRecord: Sendable, Hashable {
     public var hidden: Hidden?
     /// The user's own last-seen privacy (nil: the app default applies).
     public var lastSeenPrivacy: LastSeenPrivacy?
-    /// The hook for automatic away (SPEC §10.4): every connected device reports `idle` or `background`. False
-    /// until device states exist.
+    /// Automatic away holds (SPEC §10.1, §10.4): every connected device reports `idle` or `background` (kept as it
+    /// was through an offline grace, SPEC §10.3, when no device is connected).
     public var allDevicesIdle: Bool
 
     /// What an invisible user shows to others (SPEC §10.5): a user who went offline (or, when they were not online when

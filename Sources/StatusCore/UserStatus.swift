@@ -12,11 +12,28 @@ public enum StatusType: String, Sendable, Hashable, Codable {
 public struct OnlineDevice: Sendable, Hashable, Codable {
     public var deviceId: String
     public var platform: Platform
+    /// What the device reported of its user's attention (SPEC §10.4); a device starts `active`.
+    public var state: DeviceState
 
     /// Creates a device entry.
-    public init(deviceId: String, platform: Platform) {
+    public init(deviceId: String, platform: Platform, state: DeviceState = .active) {
         self.deviceId = deviceId
         self.platform = platform
+        self.state = state
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deviceId
+        case platform
+        case state
+    }
+
+    /// Decodes an entry; one without `state` (written before device states existed) is `active`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.deviceId = try container.decode(String.self, forKey: .deviceId)
+        self.platform = try container.decode(Platform.self, forKey: .platform)
+        self.state = try container.decodeIfPresent(DeviceState.self, forKey: .state) ?? .active
     }
 }
 

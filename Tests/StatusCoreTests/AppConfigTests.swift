@@ -58,6 +58,7 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
                 "plan", "statusQuery", "friendStatusNotify", "multiDeviceSync", "customStatusMaxBytes", "subscriptionLimit",
                 "subscribeBatchLimit", "queryBatchLimit", "rateLimit", "heartbeatTimeoutSeconds", "subscriptionRetentionSeconds",
                 "webhook", "maxDevicesPerUser", "loginPolicy", "lastSeenPrivacy", "allowedOrigins", "connectRateLimit",
+                "offlineGraceSeconds",
             ]
         )
         #expect(fields["webhook"] == .null)
@@ -149,7 +150,8 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
              "customStatusMaxBytes": 10, "subscriptionLimit": 3, "subscribeBatchLimit": 4, "queryBatchLimit": 5,
              "rateLimit": {"calls": 6, "windowSeconds": 7}, "heartbeatTimeoutSeconds": 5,
              "subscriptionRetentionSeconds": 60, "webhook": {"url": "https://example.com/h", "secret": "k"},
-             "allowedOrigins": ["https://app.example.com"], "loginPolicy": "singlePerPlatform", "lastSeenPrivacy": "friends"}
+             "allowedOrigins": ["https://app.example.com"], "loginPolicy": "singlePerPlatform", "lastSeenPrivacy": "friends",
+             "offlineGraceSeconds": 15}
             """
         )
         let config = try AppConfigPatch.apply(patch, to: AppConfig())
@@ -168,6 +170,7 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
         #expect(config.heartbeatTimeoutSeconds == 5)
         #expect(config.subscriptionRetentionSeconds == 60)
         #expect(config.webhook == AppConfig.Webhook(url: "https://example.com/h", secret: "k"))
+        #expect(config.offlineGraceSeconds == 15)
     }
 
     @Test func partialRateLimitKeepsTheOtherField() throws {
@@ -221,6 +224,11 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
             #"{"lastSeenPrivacy": "strangers"}"#,
             #"{"lastSeenPrivacy": null}"#,
             #"{"lastSeenPrivacy": true}"#,
+            #"{"offlineGraceSeconds": -1}"#,
+            #"{"offlineGraceSeconds": 301}"#,
+            #"{"offlineGraceSeconds": 1.5}"#,
+            #"{"offlineGraceSeconds": null}"#,
+            #"{"offlineGraceSeconds": "10"}"#,
             #"[]"#,
             #""premium""#,
             #"null"#,
@@ -257,6 +265,8 @@ private func patchError(_ text: String, to config: AppConfig = AppConfig()) thro
             try json(#"{"heartbeatTimeoutSeconds": 5, "rateLimit": {"calls": 1, "windowSeconds": 1}, "subscribeBatchLimit": 1}"#),
             to: AppConfig()
         )
+        #expect(try AppConfigPatch.apply(try json(#"{"offlineGraceSeconds": 300}"#), to: AppConfig()).offlineGraceSeconds == 300)
+        #expect(try AppConfigPatch.apply(try json(#"{"offlineGraceSeconds": 0}"#), to: AppConfig()).offlineGraceSeconds == 0)
         #expect(config.heartbeatTimeoutSeconds == 5)
         #expect(config.rateLimit == AppConfig.RateLimit(calls: 1, windowSeconds: 1))
         #expect(config.subscribeBatchLimit == 1)

@@ -18,20 +18,20 @@ import Testing
             #expect(first.body["statusType"].string == "online")
             #expect(first.body["version"].int == 1)
             #expect(first.body["lastActiveAt"].int != nil)
-            #expect(first.body["onlineDevices"] == [["deviceId": "phone-1", "platform": "ios"]])
+            #expect(first.body["onlineDevices"] == [["deviceId": "phone-1", "platform": "ios", "state": "active"]])
             // A second device changes only onlineDevices.
             let second = try await app.login("alice", "web_1", platform: "web")
             #expect(second.body["statusType"].string == "online")
             #expect(second.body["version"].int == 1)
             #expect(
-                Set(second.body["onlineDevices"].array) == [["deviceId": "phone-1", "platform": "ios"], ["deviceId": "web_1", "platform": "web"]]
+                Set(second.body["onlineDevices"].array) == [["deviceId": "phone-1", "platform": "ios", "state": "active"], ["deviceId": "web_1", "platform": "web", "state": "active"]]
             )
             // Logging the same deviceId in again replaces it.
             let replaced = try await app.login("alice", "phone-1", platform: "ipad")
             #expect(replaced.body["version"].int == 1)
             #expect(
                 Set(replaced.body["onlineDevices"].array) == [
-                    ["deviceId": "phone-1", "platform": "ipad"], ["deviceId": "web_1", "platform": "web"],
+                    ["deviceId": "phone-1", "platform": "ipad", "state": "active"], ["deviceId": "web_1", "platform": "web", "state": "active"],
                 ]
             )
         }
@@ -76,7 +76,7 @@ import Testing
             #expect(partial.body["statusType"].string == "online")
             #expect(partial.body["customStatus"].string == "in a meeting")
             #expect(partial.body["version"].int == version)
-            #expect(partial.body["onlineDevices"] == [["deviceId": "d2", "platform": "web"]])
+            #expect(partial.body["onlineDevices"] == [["deviceId": "d2", "platform": "web", "state": "active"]])
 
             let before = Int64(Date().timeIntervalSince1970 * 1000)
             let last = try await app.logout("alice", "d2")
@@ -107,7 +107,7 @@ import Testing
             #expect(kicked.body == ["kicked": ["d1"]])
             let status = try await app.backendStatus("alice")
             #expect(status["statusType"].string == "online")
-            #expect(status["onlineDevices"] == [["deviceId": "d2", "platform": "android"]])
+            #expect(status["onlineDevices"] == [["deviceId": "d2", "platform": "android", "state": "active"]])
             // Kicking a device that is not connected kicks nothing.
             #expect(try await app.call(.post, "/users/alice/kick", ["deviceId": "d9"]).body == ["kicked": []])
         }
@@ -235,7 +235,7 @@ import Testing
             #expect(!noDetail.body["statuses"][0].has("onlineDevices"))
 
             let detailed = try await app.call(.post, "/status/query", ["userIds": ["alice", "bob"], "detail": true])
-            #expect(detailed.body["statuses"][0]["onlineDevices"] == [["deviceId": "phone", "platform": "ios"]])
+            #expect(detailed.body["statuses"][0]["onlineDevices"] == [["deviceId": "phone", "platform": "ios", "state": "active"]])
             #expect(detailed.body["statuses"][1]["onlineDevices"].array.isEmpty)
         }
     }

@@ -173,7 +173,7 @@ import Testing
             #expect(online["statusType"].string == "online")
             #expect(online["lastActiveAt"].int != nil)
             #expect(online["version"].int == 1)
-            #expect(online["onlineDevices"] == [["deviceId": "laptop", "platform": "macos"]])
+            #expect(online["onlineDevices"] == [["deviceId": "laptop", "platform": "macos", "state": "active"]])
 
             #expect(try await app.logout("bob", "laptop").status == 200)
             let loggedOut = try await app.query("alice", ["bob"]).body["statuses"][0]

@@ -24,7 +24,7 @@ import Testing
                         #expect(!phone.isClosed)
                         #expect(
                             try await app.backendStatus("alice")["onlineDevices"] == [
-                                ["deviceId": "phone", "platform": "ios"], ["deviceId": "web-2", "platform": "web"],
+                                ["deviceId": "phone", "platform": "ios", "state": "active"], ["deviceId": "web-2", "platform": "web", "state": "active"],
                             ]
                         )
                     }
@@ -43,7 +43,7 @@ import Testing
                     // The second socket already kicked the first.
                     #expect(try await web.next { $0["event"].string == "kicked" }["reason"].string == "loginPolicy")
                     let login = expectOK(try await app.login("alice", "desk", platform: "windows"))
-                    #expect(login["onlineDevices"] == [["deviceId": "desk", "platform": "windows"]])
+                    #expect(login["onlineDevices"] == [["deviceId": "desk", "platform": "windows", "state": "active"]])
                     #expect(login["statusType"].string == "online")
                     #expect(try await phone.next { $0["event"].string == "kicked" }["reason"].string == "loginPolicy")
                     try await phone.waitClosed(timeout: .seconds(3))
@@ -60,7 +60,7 @@ import Testing
             expectOK(try await app.login("alice", "a1", platform: "android"))
             expectOK(try await app.login("alice", "w1", platform: "web"))
             let second = expectOK(try await app.login("alice", "a2", platform: "android"))
-            #expect(second["onlineDevices"] == [["deviceId": "a2", "platform": "android"], ["deviceId": "w1", "platform": "web"]])
+            #expect(second["onlineDevices"] == [["deviceId": "a2", "platform": "android", "state": "active"], ["deviceId": "w1", "platform": "web", "state": "active"]])
             // The kicked device is gone: its heartbeat finds nothing.
             let heartbeat = expectOK(try await app.call(.post, "/users/alice/devices/a1/heartbeat"))
             #expect(heartbeat["onlineDevices"].array.count == 2)
@@ -89,7 +89,7 @@ import Testing
                         try await Task.sleep(for: AppRegistry.cacheTTL + .milliseconds(100))
                         let login = expectOK(try await app.login("alice", "web-2", platform: "web"))
                         #expect(
-                            login["onlineDevices"] == [["deviceId": "tablet", "platform": "android"], ["deviceId": "web-2", "platform": "web"]]
+                            login["onlineDevices"] == [["deviceId": "tablet", "platform": "android", "state": "active"], ["deviceId": "web-2", "platform": "web", "state": "active"]]
                         )
                         #expect(try await web.next { $0["event"].string == "kicked" }["reason"].string == "loginPolicy")
                         #expect(try await phone.next { $0["event"].string == "kicked" }["reason"].string == "tooManyDevices")

@@ -34,7 +34,7 @@ import Testing
             _ = try await app.call(.post, "/users/alice/devices/a/login", ["platform": "web"])
             let second = try await app.call(.post, "/users/alice/devices/b/login", ["platform": "ios"])
             #expect(second.status == 200)
-            #expect(second.body["onlineDevices"] == [["deviceId": "b", "platform": "ios"]])
+            #expect(second.body["onlineDevices"] == [["deviceId": "b", "platform": "ios", "state": "active"]])
             #expect(second.body["statusType"].string == "online")
         }
     }

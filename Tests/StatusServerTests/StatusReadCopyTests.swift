@@ -68,7 +68,7 @@ import Testing
             let statuses = response.body["statuses"].array
             #expect(statuses.map { $0["userId"].string } == ["bob", "carol"])
             #expect(statuses[0]["statusType"] == "online")
-            #expect(statuses[0]["onlineDevices"] == [["deviceId": "phone", "platform": "android"]])
+            #expect(statuses[0]["onlineDevices"] == [["deviceId": "phone", "platform": "android", "state": "active"]])
             #expect(!statuses[0].has("lastActiveAt"))  // bob's privacy, read through the script
             #expect(statuses[1]["statusType"] == "unlogined")
             #expect(response.body["failures"] == [["userId": "nobody", "code": "USER_NOT_FOUND"]])
@@ -95,7 +95,7 @@ import Testing
             expectOK(try await app.call(.put, "/users/bob", ["role": "vip"]))
             expectOK(try await app.login("bob", "phone", platform: "ios"))
             expectOK(try await app.login("bob", "desk", platform: "linux"))
-            let devices: JSONValue = [["deviceId": "desk", "platform": "linux"], ["deviceId": "phone", "platform": "ios"]]
+            let devices: JSONValue = [["deviceId": "desk", "platform": "linux", "state": "active"], ["deviceId": "phone", "platform": "ios", "state": "active"]]
             // setSelfStatus reads the devices from the copy.
             let set = try await app.call(.put, "/users/bob/status", ["customStatus": "busy"])
             #expect(set.status == 200)
@@ -122,5 +122,17 @@ import Testing
         ]
         #expect(devices == expected)
         #expect(StatusRepository.onlineDevices([]).isEmpty)
+    }
+
+    /// SPEC §10.4: a device that is not active carries its state after its platform (`lib.lua` `device_word`); a state
+    /// this version does not know skips the device as an unknown platform does.
+    @Test func devicesOfTheCopyCarryTheirState() {
+        let devices = StatusRepository.onlineDevices(Array("p ios:idle w web d linux:background x web:asleep y :idle".utf8))
+        let expected = [
+            OnlineDevice(deviceId: "d", platform: .linux, state: .background),
+            OnlineDevice(deviceId: "p", platform: .ios, state: .idle),
+            OnlineDevice(deviceId: "w", platform: .web, state: .active),
+        ]
+        #expect(devices == expected)
     }
 }

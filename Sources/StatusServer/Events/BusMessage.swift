@@ -41,6 +41,8 @@ struct StatusChange: Sendable, Hashable {
     var publicChange: Bool = true
     /// While the user is invisible, what the public sees of them.
     var hidden: PresenceRecord.Hidden? = nil
+    /// Whether automatic away holds (SPEC §10.1, §10.4).
+    var autoAway: Bool = false
 
     /// Everything the views of the change are made of.
     var record: PresenceRecord {
@@ -49,7 +51,8 @@ struct StatusChange: Sendable, Hashable {
             availability: status.availability ?? .available,
             publicVersion: publicVersion,
             hidden: hidden,
-            lastSeenPrivacy: lastSeenPrivacy
+            lastSeenPrivacy: lastSeenPrivacy,
+            allDevicesIdle: autoAway
         )
     }
 
@@ -63,6 +66,7 @@ struct StatusChange: Sendable, Hashable {
         self.publicVersion = stored.record.publicVersion
         self.publicChange = publicChange
         self.hidden = stored.record.hidden
+        self.autoAway = stored.record.allDevicesIdle
     }
 
     init(
@@ -73,7 +77,8 @@ struct StatusChange: Sendable, Hashable {
         status: UserStatus,
         publicVersion: Int64? = nil,
         publicChange: Bool = true,
-        hidden: PresenceRecord.Hidden? = nil
+        hidden: PresenceRecord.Hidden? = nil,
+        autoAway: Bool = false
     ) {
         self.appId = appId
         self.change = change
@@ -83,6 +88,7 @@ struct StatusChange: Sendable, Hashable {
         self.publicVersion = publicVersion
         self.publicChange = publicChange
         self.hidden = hidden
+        self.autoAway = autoAway
     }
 }
 
@@ -126,6 +132,7 @@ extension BusMessage: Codable {
         case publicVersion
         case publicChange
         case hidden
+        case autoAway
     }
 
     /// The `type` of each message.
@@ -159,7 +166,8 @@ extension BusMessage: Codable {
                     publicChange: try fields.decodeIfPresent(Bool.self, forKey: .publicChange) ?? true,
                     hidden: try fields.decodeIfPresent(HiddenWire.self, forKey: .hidden).map {
                         PresenceRecord.Hidden(statusType: $0.statusType, lastActiveAt: $0.lastActiveAt)
-                    }
+                    },
+                    autoAway: try fields.decodeIfPresent(Bool.self, forKey: .autoAway) ?? false
                 )
             )
         case .relations:
@@ -198,6 +206,7 @@ extension BusMessage: Codable {
             try fields.encodeIfPresent(change.publicVersion, forKey: .publicVersion)
             try fields.encode(change.publicChange, forKey: .publicChange)
             try fields.encodeIfPresent(change.hidden.map { HiddenWire(statusType: $0.statusType, lastActiveAt: $0.lastActiveAt) }, forKey: .hidden)
+            if change.autoAway { try fields.encode(true, forKey: .autoAway) }
         case .relationsChanged(let appId, let userIds, let since):
             try fields.encode(Kind.relations.rawValue, forKey: .type)
             try fields.encode(appId, forKey: .appId)

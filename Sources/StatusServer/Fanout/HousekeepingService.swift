@@ -19,7 +19,8 @@ import Synchronization
 /// lease had expired (the node was stalled or cut from Redis), files its live sessions online again (SPEC §9: a
 /// stalled node never leaves its users offline); and renews the mark of the apps it holds `all`/`roles:` sessions of
 /// (``RecentChanges``), and drops the bus channels nobody here watches any more. Twice a tick (every 250 ms by default)
-/// it clears the custom statuses whose expiry came (``ExpirySweeper``, SPEC §10.2: within 1 s of the moment).
+/// it clears the custom statuses whose expiry came (``ExpirySweeper``, SPEC §10.2: within 1 s of the moment) and ends
+/// the offline graces that ran out (``GraceSweeper``, SPEC §10.3).
 struct HousekeepingService: Service {
     let services: ServerServices
     let index: FanoutIndex
@@ -88,10 +89,12 @@ struct HousekeepingService: Service {
             }
             ticks += 1
             let expiries = ExpirySweeper(services: services)
-            await guarded("custom status expiry") { try await expiries.sweep() }
-            try? await Task.sleep(for: tick / 2)
-            await guarded("custom status expiry") { try await expiries.sweep() }
-            try? await Task.sleep(for: tick / 2)
+            let graces = GraceSweeper(services: services)
+            for _ in 0..<2 {
+                await guarded("custom status expiry") { try await expiries.sweep() }
+                await guarded("offline grace") { try await graces.sweep() }
+                try? await Task.sleep(for: tick / 2)
+            }
         }
     }
 

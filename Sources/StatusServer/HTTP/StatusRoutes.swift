@@ -52,10 +52,17 @@ struct StatusRoutes: Sendable {
         var detail: Bool?
     }
 
-    /// The body of a device login.
+    /// The body of a device login; `state` is the device's (SPEC §10.4, `active` when absent).
     struct Login: JSONRequestBody, Sendable {
-        static let members: StrictJSON.Members? = StrictJSON.Members(["platform"])
+        static let members: StrictJSON.Members? = StrictJSON.Members(["platform", "state"])
         var platform: String
+        var state: String?
+    }
+
+    /// The body of a heartbeat, which may be absent: `state` reports the device's (SPEC §10.4, unchanged when absent).
+    struct HeartbeatBody: JSONRequestBody, Sendable {
+        static let members: StrictJSON.Members? = StrictJSON.Members(["state"])
+        var state: String?
     }
 
     /// The body of a kick.
@@ -132,20 +139,23 @@ struct StatusRoutes: Sendable {
             let (app, userId, deviceId) = try await device(request, context)
             let body = try await RequestBody.decode(Login.self, from: request)
             let platform = try Platform.parse(body.platform)
+            let state = try body.state.map(DeviceState.parse) ?? .active
             let status = try await presence.connect(
                 app: app,
                 userId: userId,
                 deviceId: deviceId,
                 platform: platform,
                 kind: .backend,
-                connection: "api:" + deviceId
+                connection: "api:" + deviceId,
+                state: state
             )
             return EncodedJSONResponse(status.status)
         }
         app.post("users/:userId/devices/:deviceId/heartbeat") { request, context in
             let (app, userId, deviceId) = try await device(request, context)
-            try await RequestBody.requireNone(request)
-            return EncodedJSONResponse(try await presence.heartbeat(app: app, userId: userId, deviceId: deviceId))
+            let body = try await RequestBody.decodeIfPresent(HeartbeatBody.self, from: request)
+            let state = try body?.state.map(DeviceState.parse)
+            return EncodedJSONResponse(try await presence.heartbeat(app: app, userId: userId, deviceId: deviceId, state: state))
         }
         app.post("users/:userId/devices/:deviceId/logout") { request, context in
             let (app, userId, deviceId) = try await device(request, context)

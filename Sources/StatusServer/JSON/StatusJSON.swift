@@ -49,6 +49,8 @@ extension UserStatus: JSONWritable {
                 output.string(device.deviceId)
                 output.raw(#","platform":"#)
                 output.string(device.platform.rawValue)
+                output.raw(#","state":"#)
+                output.string(device.state.rawValue)
                 output.byte(UInt8(ascii: "}"))
             }
             output.raw("],")

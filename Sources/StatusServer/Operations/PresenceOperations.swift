@@ -39,7 +39,8 @@ struct PresenceOperations: Sendable {
         }
     }
 
-    /// What a connect did: the user's status after it, and the device record it replaced (same deviceId), if any.
+    /// What a connect did: the user's status after it (their own view, SPEC §10.5), and the device record it replaced
+    /// (same deviceId), if any.
     struct Connected: Sendable {
         var status: UserStatus
         var replaced: DeviceRecord?
@@ -56,9 +57,16 @@ struct PresenceOperations: Sendable {
         kind: DeviceRecord.Kind,
         connection: String,
         generation: String? = nil,
-        limited: Bool = true
+        limited: Bool = true,
+        state: DeviceState = .active
     ) async throws -> Connected {
-        let record = DeviceRecord(platform: platform.rawValue, node: kind == .webSocket ? nodeId : "", connection: connection, kind: kind)
+        let record = DeviceRecord(
+            platform: platform.rawValue,
+            node: kind == .webSocket ? nodeId : "",
+            connection: connection,
+            kind: kind,
+            state: state == .active ? nil : state
+        )
         let connected = try await statuses.connect(
             appId: app.appId,
             userId: userId,
@@ -101,7 +109,10 @@ struct PresenceOperations: Sendable {
             statusType: result.reply.status.statusType,
             kickedDevices: connected.kicked.map { WebhookEvent.KickedDevice(deviceId: $0.deviceId, platform: $0.record.platform) }
         )
-        return Connected(status: result.reply.status, replaced: connected.replaced)
+        return Connected(
+            status: PresenceView.own.status(of: result.reply.record, appDefault: app.config.lastSeenPrivacy),
+            replaced: connected.replaced
+        )
     }
 
     /// Devices removed by a login (SPEC §3: by the login policy, or past `maxDevicesPerUser`): their sockets are closed
@@ -132,13 +143,21 @@ struct PresenceOperations: Sendable {
         }
     }
 
-    /// A backend-driven device's heartbeat.
-    func heartbeat(app: AppRecord, userId: String, deviceId: String) async throws -> UserStatus {
-        let (found, reply) = try await statuses.heartbeat(appId: app.appId, userId: userId, deviceId: deviceId)
-        if found {
+    /// A backend-driven device's heartbeat, with the device's state when the backend passes one (SPEC §10.4).
+    func heartbeat(app: AppRecord, userId: String, deviceId: String, state: DeviceState? = nil) async throws -> UserStatus {
+        let update = try await statuses.updateDevice(appId: app.appId, userId: userId, deviceId: deviceId, state: state, heartbeat: true)
+        if update.found {
             _ = try await redis.send("ZADD", RedisKeys(appId: app.appId).heartbeats, "XX", String(WallClock.nowMs()), Self.member(userId, deviceId))
         }
-        return reply.status
+        await recorder.recordPresence(app: app, change: update.write.change, reply: update.write.reply)
+        return PresenceView.own.status(of: update.write.reply.record, appDefault: app.config.lastSeenPrivacy)
+    }
+
+    /// SPEC §10.4 `setDeviceState` of a connected device; returns the user's status after it.
+    func setDeviceState(app: AppRecord, userId: String, deviceId: String, state: DeviceState) async throws -> UserStatus {
+        let update = try await statuses.updateDevice(appId: app.appId, userId: userId, deviceId: deviceId, state: state, heartbeat: false)
+        await recorder.recordPresence(app: app, change: update.write.change, reply: update.write.reply)
+        return PresenceView.own.status(of: update.write.reply.record, appDefault: app.config.lastSeenPrivacy)
     }
 
     /// Removes devices (every device when `deviceIds` is empty) and tells the nodes holding them to close them.
@@ -166,7 +185,8 @@ struct PresenceOperations: Sendable {
             connectionId: connection,
             staleBefore: staleBefore,
             resumePoint: connection.flatMap { connection in lostAt.map { ResumePoint(connection: connection, lostAt: $0, delivered: delivered) } },
-            resumeTTLms: Int64(app.config.heartbeatTimeoutSeconds) * 1000
+            resumeTTLms: Int64(app.config.heartbeatTimeoutSeconds) * 1000,
+            graceSeconds: app.config.offlineGraceSeconds
         )
         let keys = RedisKeys(appId: app.appId)
         let backend = result.removed.filter { $0.record.kind == .backend }

@@ -10,7 +10,7 @@ if not s[5] or not s[2] or not s[13] or tonumber(s[13]) ~= tonumber(ARGV[1]) the
     return { 0 }
 end
 local now = now_ms()
-local before = { s[1], s[2], s[3], s[4], s[9], s[10], s[11], s[12], s[13] }
+local before = public_of(s)
 redis.call('HDEL', KEYS[1], 'cs', 'ce')
 bump_version(KEYS[1], now)
 local public_change = settle_public(KEYS[1], before, now)

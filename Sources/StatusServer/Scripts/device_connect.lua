@@ -1,5 +1,7 @@
 -- SPEC §2 / §7: a device connects (WebSocket or backend login). The first device makes the user `online`
--- (version +1); a further device changes `onlineDevices` only. Reconnecting with a connected deviceId replaces it.
+-- (version +1); a further device changes `onlineDevices` only, unless it ends automatic away (SPEC §10.1: the shown
+-- availability changed, version +1). Reconnecting with a connected deviceId replaces it. A device connecting during an
+-- offline grace (SPEC §10.3) ends the grace and changes `onlineDevices` only.
 -- SPEC §4: subscriptions are never dropped while the user is online.
 -- SPEC §3 `loginPolicy`: the login kicks the user's other devices on the platforms the policy names (`singlePerPlatform`:
 -- the login's own, `single`: all, `multi`: none; the set is decided by LoginPolicy in Swift), reason `loginPolicy`.
@@ -13,7 +15,8 @@
 -- window, WebSocket and backend logins together); past it nothing is stored and the script answers
 -- CONNECT_RATE_LIMITED with the milliseconds until the oldest connect leaves the window.
 -- KEYS: status, profile, devices, subs, connect rate-limit log
--- ARGV: deviceId, device JSON {"p": platform, "n": node, "c": connection id, "k": "ws"|"api"},
+-- ARGV: deviceId, device JSON {"p": platform, "n": node, "c": connection id, "k": "ws"|"api", "s": state (absent:
+--       active, SPEC §10.4)},
 --       login rules JSON {"maxDevices": n, "kickPlatforms": [platform, ...], "connectCalls": n?, "connectWindowMs": ms?},
 --       appId, userId, user channel,
 --       app slot channel (docs/bus.md), token generation ('' = no token to check)
@@ -91,8 +94,15 @@ end
 local changed = 2
 local public_change = 0
 local before = read_public(KEYS[1])
+-- SPEC §10.3: a device connecting during an offline grace ends it: the user never left `online`, so others are told
+-- nothing and the version stands.
+redis.call('HDEL', KEYS[1], 'gd', 'gu')
+-- SPEC §10.1: a new device (active unless a backend login says otherwise) may end automatic away.
+update_auto_away(KEYS[1], KEYS[3])
 if before[1] ~= 'online' then
     redis.call('HSET', KEYS[1], 't', 'online')
+end
+if before[1] ~= 'online' or shown_availability(before) ~= shown_availability(read_public(KEYS[1])) then
     bump_version(KEYS[1], now)
     -- SPEC §10.5: an invisible user coming online changes nothing the public sees.
     public_change = settle_public(KEYS[1], before, now)

@@ -1,7 +1,11 @@
 -- SPEC §2: devices go away. When the last one goes the user leaves `online`: to `offline` (connection dropped,
 -- heartbeat timed out, node died) or `unlogined` (logout, kick); the custom status is cleared in the same change
 -- (version +1 once) and lastActiveAt is that moment; SPEC §10.5 the public version moves when the public view did.
--- Removing some devices only changes `onlineDevices`.
+-- Removing some devices only changes `onlineDevices`, unless the devices left are all idle (SPEC §10.1 automatic away:
+-- the shown availability changed, version +1).
+-- SPEC §10.3: with a grace (`offlineGraceSeconds` > 0) a last device leaving as `offline` leaves the user `online`
+-- with no device until the grace ends (`gd` the drop, `gu` the end; grace_end.lua ends it, a connect cancels it):
+-- `onlineDevices` only changes, and the caller wrote the app's grace index entry first.
 -- SPEC §4: the retention clock of the subscriptions starts when the user leaves online.
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script.
 -- SPEC §7 resume: a WebSocket device that lost its socket leaves a resume point (ResumePoint.swift), written in the
@@ -9,7 +13,7 @@
 -- KEYS: status, profile, devices, subs[, the device's resume point key]
 -- ARGV: mode ('offline'|'unlogined'), retention ms, connection id ('' = any), stale-before ms ('' = no check),
 --       appId, userId, user channel, app slot channel (docs/bus.md), resume point ('' = none), its TTL in ms,
---       deviceIds... (none = every device)
+--       grace ms ('0' = none), deviceIds... (none = every device)
 -- SPEC §8: whether a custom status was cleared with it is part of the reply (a `customStatusChange` callback).
 -- Reply: {changed (0 none | 1 status | 2 devices only), custom status cleared (0|1), removed count, removed id 1,
 --         removed JSON 1, ..., <status reply>}
@@ -18,8 +22,8 @@ if ARGV[9] ~= '' then
     redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10])
 end
 local ids = {}
-if #ARGV > 10 then
-    for i = 11, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #ARGV > 11 then
+    for i = 12, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
     ids = redis.call('HKEYS', KEYS[3])
 end
@@ -43,15 +47,25 @@ local public_change = 0
 if #removed > 0 then
     changed = 2
     local before = read_public(KEYS[1])
-    if redis.call('HLEN', KEYS[3]) == 0 and before[1] == 'online' then
+    local left = redis.call('HLEN', KEYS[3])
+    if left == 0 and before[1] == 'online' and ARGV[1] == 'offline' and tonumber(ARGV[11]) > 0 then
+        redis.call('HSET', KEYS[1], 'gd', now, 'gu', now + tonumber(ARGV[11]))
+    elseif left == 0 and before[1] == 'online' then
         redis.call('HSET', KEYS[1], 't', ARGV[1], 'la', now)
         cleared = redis.call('HDEL', KEYS[1], 'cs')
-        redis.call('HDEL', KEYS[1], 'ce')
+        redis.call('HDEL', KEYS[1], 'ce', 'ai', 'gd', 'gu')
         bump_version(KEYS[1], now)
         -- SPEC §10.5: an invisible user really leaving changes nothing the public sees.
         public_change = settle_public(KEYS[1], before, now)
         redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
         changed = 1
+    elseif left > 0 and before[1] == 'online' then
+        update_auto_away(KEYS[1], KEYS[3])
+        if shown_availability(before) ~= shown_availability(read_public(KEYS[1])) then
+            bump_version(KEYS[1], now)
+            public_change = settle_public(KEYS[1], before, now)
+            changed = 1
+        end
     end
 end
 local header = { changed, cleared, #removed / 2 }

@@ -84,17 +84,37 @@ end
 -- (absent: available), the public version `pv` (absent: it is `v`, for data written before it existed), and while the
 -- user is invisible what the public sees of them: `ht` (statusType, `offline` or `unlogined`) and `hl` (lastActiveAt,
 -- '' for none), frozen when they stopped being seen online. `ce` is when the custom status clears itself (SPEC §10.2).
--- The public view is made of these fields and nothing else (StatusCore PresenceView).
+-- `ai` is '1' while automatic away holds (SPEC §10.1 / §10.4: every connected device is `idle` or `background`; kept
+-- through an offline grace, when no device is connected). The public view is made of these fields and nothing else
+-- (StatusCore PresenceView).
+-- SPEC §10.3: while a user whose last device dropped is kept `online` by `offlineGraceSeconds`, `gd` is when it dropped
+-- (their lastActiveAt if the grace runs out) and `gu` when the grace ends (grace_end.lua).
 
 -- The status hash's status fields with its read copy and its presence fields:
--- {t, cs, la, v, pc, pr, pp, dp, av, pv, ht, hl, ce} (nil where absent).
+-- {t, cs, la, v, pc, pr, pp, dp, av, pv, ht, hl, ce, ai} (nil where absent).
 local function read_with_copy(status_key)
-    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp', 'av', 'pv', 'ht', 'hl', 'ce')
+    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp', 'av', 'pv', 'ht', 'hl', 'ce', 'ai')
 end
 
--- The fields of the status hash the public view is made of, as read by read_public: {t, cs, la, v, av, pv, ht, hl, ce}.
+-- The fields of the status hash the public view is made of, as read by read_public:
+-- {t, cs, la, v, av, pv, ht, hl, ce, ai}.
 local function read_public(status_key)
-    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'av', 'pv', 'ht', 'hl', 'ce')
+    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'av', 'pv', 'ht', 'hl', 'ce', 'ai')
+end
+
+-- read_public's shape of what read_with_copy read.
+local function public_of(s)
+    return { s[1], s[2], s[3], s[4], s[9], s[10], s[11], s[12], s[13], s[14] }
+end
+
+-- SPEC §10.1: the availability shown while online (`p` as read_public reads): `away` while the user chose `available`
+-- and automatic away holds.
+local function shown_availability(p)
+    local av = p[5] or 'available'
+    if av == 'available' and p[10] == '1' then
+        return 'away'
+    end
+    return av
 end
 
 -- SPEC §10.5: a string that is equal for two states exactly when the public view of them is the same (apart from its
@@ -106,9 +126,35 @@ local function public_key(p)
     end
     local t = p[1] or 'unlogined'
     if t == 'online' then
-        return 'online|' .. (p[2] or '') .. '|' .. av .. '|' .. (p[9] or '')
+        return 'online|' .. (p[2] or '') .. '|' .. shown_availability(p) .. '|' .. (p[9] or '')
     end
     return t .. '|' .. (p[2] or '') .. '|' .. (p[3] or '') .. '|' .. (p[9] or '')
+end
+
+-- SPEC §10.4: a device's word in the read copy and the status reply: its platform, then `:idle` or `:background`
+-- when it is not `active` (`s` of the stored device; absent: active).
+local function device_word(d)
+    if d.s then
+        return d.p .. ':' .. d.s
+    end
+    return d.p
+end
+
+-- SPEC §10.1 / §10.4: sets `ai` from the devices' states: '1' when every connected device is `idle` or `background`,
+-- absent when one is `active`. With no device connected (an offline grace) it is left as it was, so that a drop shows
+-- nobody a change of availability.
+local function update_auto_away(status_key, devices_key)
+    local raw = redis.call('HVALS', devices_key)
+    if #raw == 0 then
+        return
+    end
+    for _, value in ipairs(raw) do
+        if not cjson.decode(value).s then
+            redis.call('HDEL', status_key, 'ai')
+            return
+        end
+    end
+    redis.call('HSET', status_key, 'ai', '1')
 end
 
 -- SPEC §10.5: after a write that moved `v`, moves `pv` by exactly 1 when the public view changed, and only then.
@@ -130,7 +176,7 @@ end
 -- The status reply (below) of what read_with_copy read, for a hash that has its copy.
 local function reply_from_copy(s)
     local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', s[6] or '', s[7] or '',
-        s[9] or '', s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '' }
+        s[9] or '', s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '', s[14] or '' }
     for word in string.gmatch(s[8] or '', '%S+') do
         reply[#reply + 1] = word
     end
@@ -138,7 +184,7 @@ local function reply_from_copy(s)
 end
 
 -- The status object as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', av|'', pv, ht|'', hl|'', ce|'',
--- device1, platform1, ...}.
+-- ai|'', device1, device_word1, ...}.
 -- The profile's role and last-seen privacy travel with it: who may hear of the change, and who may see lastActiveAt.
 -- Scripts that change neither the devices nor the profile (custom status, heartbeat) read them from the read copy
 -- (above). With `refresh_copy` (every script that changes the devices or the profile passes it), or when the hash has
@@ -150,15 +196,15 @@ local function status_reply(status_key, profile_key, devices_key, refresh_copy)
     end
     local profile = redis.call('HMGET', profile_key, 'createdAt', 'role', 'lastSeenPrivacy')
     local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[2] or '', profile[3] or '',
-        s[9] or '', s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '' }
+        s[9] or '', s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '', s[14] or '' }
     local words = {}
     local devices = redis.call('HGETALL', devices_key)
     for i = 1, #devices, 2 do
-        local d = cjson.decode(devices[i + 1])
+        local word = device_word(cjson.decode(devices[i + 1]))
         reply[#reply + 1] = devices[i]
-        reply[#reply + 1] = d.p
+        reply[#reply + 1] = word
         words[#words + 1] = devices[i]
-        words[#words + 1] = d.p
+        words[#words + 1] = word
     end
     if profile[1] then
         write_read_copy(status_key, profile[1], profile[2], profile[3], words)
@@ -177,7 +223,7 @@ end
 -- SPEC §6 (who is told) starts here: a write that changed a status puts it on the bus in the same atomic step, so a
 -- change is never stored without being announced, and it costs no second round trip. The message is the bus wire
 -- format v1 of docs/bus.md: {"v":1,"type":"status","appId":...,"change":"status"|"devices","role":...,
--- "lastSeenPrivacy":...,"publicVersion":...,"publicChange":true|false,"hidden":{...},"status":{...}}.
+-- "lastSeenPrivacy":...,"publicVersion":...,"publicChange":true|false,"hidden":{...},"autoAway":true,"status":{...}}.
 -- It goes on two sharded channels, both in this user's hash slot (docs/bus.md): the user's own channel, heard by the
 -- nodes whose devices watch the user, and the app's channel for this slot, heard by nodes with `all`/`roles:` scopes.
 -- The app's channel only carries changes of the public view (SPEC §10.5: what an invisible user does is told to their
@@ -209,10 +255,12 @@ local function publish_status(user_channel, app_channel, app_id, user_id, change
         hidden = ',"hidden":{"statusType":"' .. (reply[9] ~= '' and reply[9] or 'offline') .. '"'
             .. (reply[10] ~= '' and (',"lastActiveAt":' .. tostring(tonumber(reply[10]))) or '') .. '}'
     end
-    if #reply > 11 then
+    if #reply > 12 then
         local d = {}
-        for i = 12, #reply, 2 do
-            d[#d + 1] = '{"deviceId":"' .. reply[i] .. '","platform":"' .. reply[i + 1] .. '"}'
+        for i = 13, #reply, 2 do
+            local platform, state = string.match(reply[i + 1], '^([^:]*):?(.*)$')
+            d[#d + 1] = '{"deviceId":"' .. reply[i] .. '","platform":"' .. platform .. '","state":"'
+                .. (state ~= '' and state or 'active') .. '"}'
         end
         devices = table.concat(d, ',')
     end
@@ -220,6 +268,7 @@ local function publish_status(user_channel, app_channel, app_id, user_id, change
         .. (change == 1 and '","change":"status"' or '","change":"devices"') .. role .. privacy
         .. ',"publicVersion":' .. tostring(tonumber(reply[8]))
         .. (public_change == 1 and ',"publicChange":true' or ',"publicChange":false') .. hidden
+        .. (reply[12] == '1' and ',"autoAway":true' or '')
         .. ',"status":{"userId":"' .. user_id .. '","statusType":"' .. reply[1] .. '"' .. custom .. active .. expires
         .. ',"availability":"' .. availability .. '"'
         .. ',"version":' .. tostring(tonumber(reply[4])) .. ',"onlineDevices":[' .. devices .. ']}}'

@@ -35,7 +35,7 @@ if s[1] == 'online' then
     writes[#writes + 1] = s[3]
 end
 -- What the public saw before (read_public's shape).
-local before = { s[1], s[2], s[3], s[4], s[9], s[10], s[11], s[12], s[13] }
+local before = public_of(s)
 local previous = s[9] or ''
 local changed = 0
 local custom_changed = 0
@@ -104,7 +104,7 @@ if changed == 1 then
     writes[#writes + 1] = now
     -- settle_public, folded into the one write.
     local pv = tonumber(before[6] or before[4] or '0')
-    if public_key(before) ~= public_key({ s[1], s[2], s[3], s[4], s[9], s[10], s[11], s[12], s[13] }) then
+    if public_key(before) ~= public_key(public_of(s)) then
         public_change = 1
         pv = pv + 1
         writes[#writes + 1] = 'pt'

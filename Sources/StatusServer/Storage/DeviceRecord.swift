@@ -1,5 +1,6 @@
 import Foundation
 import RedisClient
+import StatusCore
 
 /// What is stored for a connected device in the user's `devices` hash.
 struct DeviceRecord: Sendable, Hashable, Codable {
@@ -23,6 +24,9 @@ struct DeviceRecord: Sendable, Hashable, Codable {
     /// When the device connected, epoch ms (set by the connect script; the earliest is kicked first past
     /// `maxDevicesPerUser`).
     var connectedAt: Int64?
+    /// SPEC §10.4: the state the device reported, absent while it is `active` (and for records written before device
+    /// states existed); set by `device_connect.lua` and `device_state.lua`.
+    var state: DeviceState? = nil
 
     enum CodingKeys: String, CodingKey {
         case platform = "p"
@@ -31,6 +35,7 @@ struct DeviceRecord: Sendable, Hashable, Codable {
         case kind = "k"
         case heartbeat = "hb"
         case connectedAt = "ct"
+        case state = "s"
     }
 
     /// The platform of a stored record, read without decoding the whole record (status reads need nothing else).

@@ -22,6 +22,10 @@ struct RedisKeys: Sendable {
     /// clear (epoch ms); an entry being handled is leased (its score pushed past the lease). One per app, in the app's
     /// slot: the housekeeping of every node reads it (``ExpirySweeper``).
     var expiries: String { "st:{\(appId)}:expiries" }
+    /// The due-time index of offline graces (SPEC §10.3): member userId, score when the grace ends (epoch ms, the
+    /// writing node's estimate; `grace_end.lua` holds the exact end). Written before the drop that may start one, so a
+    /// grace outlives the node that started it; swept like ``expiries`` (``GraceSweeper``).
+    var graces: String { "st:{\(appId)}:graces" }
 
     /// The tombstone of an unfinished deletion of this app (hash: API key digest, since, owner, claimed until); while it
     /// stands the appId cannot be created again. In the app record's slot, so one script swaps one for the other.
@@ -51,6 +55,9 @@ struct RedisKeys: Sendable {
     /// The appIds that have (or had) a custom status expiry: the apps whose ``expiries`` the housekeeping sweeps. An app
     /// leaves it when it is deleted.
     static let expiringApps = "st:apps:expiring"
+    /// The appIds that have (or had) an offline grace: the apps whose ``graces`` the housekeeping sweeps. An app leaves
+    /// it when it is deleted.
+    static let graceApps = "st:apps:grace"
     /// Set once the index above was filled from every app's heartbeats (for data written before it existed).
     static let backendAppsIndexed = "st:apps:backend:indexed"
     /// The appIds whose deletion may be unfinished (each has, or had, a ``deletionTombstone``), for the sweep that

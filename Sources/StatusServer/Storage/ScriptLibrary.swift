@@ -5,7 +5,7 @@ import RedisClient
 struct ScriptLibrary: Sendable {
     let setCustomStatus: RedisScript
     let deviceConnect: RedisScript
-    let deviceHeartbeat: RedisScript
+    let deviceState: RedisScript
     let devicesRemove: RedisScript
     let subscribe: RedisScript
     let subscribeTarget: RedisScript
@@ -27,16 +27,17 @@ struct ScriptLibrary: Sendable {
     let webhookIndexAdd: RedisScript
     let webhookIndexRemove: RedisScript
     let customStatusExpire: RedisScript
-    let expiryTake: RedisScript
-    let expiryDone: RedisScript
+    let dueTake: RedisScript
+    let dueDone: RedisScript
+    let graceEnd: RedisScript
 
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
         [
-            setCustomStatus, deviceConnect, deviceHeartbeat, devicesRemove, subscribe, subscribeTarget, unsubscribe, queryRateLimit, presenceIndex,
+            setCustomStatus, deviceConnect, deviceState, devicesRemove, subscribe, subscribeTarget, unsubscribe, queryRateLimit, presenceIndex,
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
             statusReadCopy, userActivity, webhookEnqueue, webhookTake, webhookSettle, webhookRetry, webhookIndexAdd,
-            webhookIndexRemove, customStatusExpire, expiryTake, expiryDone,
+            webhookIndexRemove, customStatusExpire, dueTake, dueDone, graceEnd,
         ]
     }
 
@@ -49,7 +50,7 @@ struct ScriptLibrary: Sendable {
         return ScriptLibrary(
             setCustomStatus: try script("set_custom_status"),
             deviceConnect: try script("device_connect"),
-            deviceHeartbeat: try script("device_heartbeat"),
+            deviceState: try script("device_state"),
             devicesRemove: try script("devices_remove"),
             subscribe: try script("subscribe"),
             subscribeTarget: try script("subscribe_target"),
@@ -71,8 +72,9 @@ struct ScriptLibrary: Sendable {
             webhookIndexAdd: try script("webhook_index_add"),
             webhookIndexRemove: try script("webhook_index_remove"),
             customStatusExpire: try script("custom_status_expire"),
-            expiryTake: try script("expiry_take"),
-            expiryDone: try script("expiry_done")
+            dueTake: try script("due_take"),
+            dueDone: try script("due_done"),
+            graceEnd: try script("grace_end")
         )
     }
 

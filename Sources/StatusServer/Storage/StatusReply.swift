@@ -2,7 +2,7 @@ import RedisClient
 import StatusCore
 
 /// Decodes the flat status reply of the scripts' `status_reply` (`lib.lua`):
-/// `t, cs, la, v, role, lastSeenPrivacy, av, pv, ht, hl, ce, device, platform, ...`.
+/// `t, cs, la, v, role, lastSeenPrivacy, av, pv, ht, hl, ce, ai, device, platform[:state], ...`.
 struct StatusReply: Sendable {
     /// Everything every view of the user's status is made of (SPEC §10.5); its `status` is the own view.
     var record: PresenceRecord
@@ -15,7 +15,7 @@ struct StatusReply: Sendable {
     var lastSeenPrivacy: LastSeenPrivacy? { record.lastSeenPrivacy }
 
     /// The values before the device pairs.
-    static let fixedCount = 11
+    static let fixedCount = 12
 
     /// Decodes `values` starting at `offset`.
     init(userId: String, values: [RedisValue], offset: Int) throws {
@@ -26,8 +26,8 @@ struct StatusReply: Sendable {
         var devices: [OnlineDevice] = []
         var index = offset + Self.fixedCount
         while index + 1 < values.count {
-            if let id = values[index].string, let platform = Platform(rawValue: values[index + 1].string ?? "") {
-                devices.append(OnlineDevice(deviceId: id, platform: platform))
+            if let id = values[index].string, let device = StatusFields.device(id, word: values[index + 1].string ?? "") {
+                devices.append(device)
             }
             index += 2
         }
@@ -42,7 +42,8 @@ struct StatusReply: Sendable {
             publicVersion: values[offset + 7].int,
             hiddenType: text(8),
             hiddenLastActive: values[offset + 9].int,
-            expiresAt: values[offset + 10].int
+            expiresAt: values[offset + 10].int,
+            autoAway: values[offset + 11].string == "1"
         ).record(userId: userId, devices: devices)
         self.role = text(4)
     }
@@ -60,6 +61,23 @@ struct StatusFields {
     var hiddenType: String?
     var hiddenLastActive: Int64?
     var expiresAt: Int64?
+    /// `ai`: automatic away holds (SPEC §10.1).
+    var autoAway: Bool = false
+
+    /// The entry of a device from its id and its word in the read copy or a status reply: the platform, then
+    /// `:idle` or `:background` when it is not active (`lib.lua` `device_word`). Nil for a platform or state this
+    /// version does not know.
+    static func device(_ deviceId: String, word: Substring) -> OnlineDevice? {
+        guard let colon = word.firstIndex(of: ":") else {
+            return Platform(rawValue: String(word)).map { OnlineDevice(deviceId: deviceId, platform: $0) }
+        }
+        guard let platform = Platform(rawValue: String(word[..<colon])),
+            let state = DeviceState(rawValue: String(word[word.index(after: colon)...]))
+        else { return nil }
+        return OnlineDevice(deviceId: deviceId, platform: platform, state: state)
+    }
+
+    static func device(_ deviceId: String, word: String) -> OnlineDevice? { device(deviceId, word: word[...]) }
 
     func record(userId: String, devices: [OnlineDevice]?) -> PresenceRecord {
         // A value this version does not know counts as none (available).
@@ -84,7 +102,8 @@ struct StatusFields {
             availability: chosen,
             publicVersion: publicVersion,
             hidden: hidden,
-            lastSeenPrivacy: privacy.flatMap(LastSeenPrivacy.init(rawValue:))
+            lastSeenPrivacy: privacy.flatMap(LastSeenPrivacy.init(rawValue:)),
+            allDevicesIdle: autoAway
         )
     }
 }

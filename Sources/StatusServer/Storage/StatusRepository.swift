@@ -64,8 +64,8 @@ struct StatusRepository: Sendable {
 
     /// The fields of a user's status hash that a status read needs: its own (`t`, `cs`, `la`, `v`, `vt`), the read copy
     /// of the profile and the devices (`pc`, `pr`, `pp`, `dp`; `lib.lua` `write_read_copy`), and what the views are made
-    /// of (SPEC §10.5: `av`, `pv`, `ht`, `hl`, `ce`, `pt`; `lib.lua`).
-    static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp", "av", "pv", "ht", "hl", "ce", "pt"]
+    /// of (SPEC §10.5: `av`, `pv`, `ht`, `hl`, `ce`, `pt`, `ai`; `lib.lua`).
+    static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp", "av", "pv", "ht", "hl", "ce", "pt", "ai"]
 
     /// The commands that read the statuses of `userIds`: one `HMGET` of ``readFields`` per user, each touching one
     /// user's keys only, so they can share a pipeline with other commands, or go to different shards. (Which of them
@@ -149,7 +149,8 @@ struct StatusRepository: Sendable {
             publicVersion: fields[10].int,
             hiddenType: text(11),
             hiddenLastActive: fields[12].int,
-            expiresAt: fields[13].int
+            expiresAt: fields[13].int,
+            autoAway: fields[15].string == "1"
         ).record(userId: userId, devices: fields[8].bytes.map(onlineDevices) ?? [])
         return StoredStatus(
             record: record,
@@ -160,8 +161,8 @@ struct StatusRepository: Sendable {
         )
     }
 
-    /// The devices of a read copy's `dp` (`deviceId platform deviceId platform ...`), by deviceId; a pair with an
-    /// unknown platform is skipped, as in ``StatusReply``.
+    /// The devices of a read copy's `dp` (`deviceId platform[:state] ...`, `lib.lua` `device_word`), by deviceId; a
+    /// pair with an unknown platform or state is skipped, as in ``StatusReply``.
     static func onlineDevices(_ words: [UInt8]) -> [OnlineDevice] {
         guard !words.isEmpty else { return [] }
         let parts = words.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
@@ -169,8 +170,9 @@ struct StatusRepository: Sendable {
         devices.reserveCapacity(parts.count / 2)
         var index = 0
         while index + 1 < parts.count {
-            if let platform = Platform(rawValue: String(decoding: parts[index + 1], as: UTF8.self)) {
-                devices.append(OnlineDevice(deviceId: String(decoding: parts[index], as: UTF8.self), platform: platform))
+            let id = String(decoding: parts[index], as: UTF8.self)
+            if let device = StatusFields.device(id, word: String(decoding: parts[index + 1], as: UTF8.self)) {
+                devices.append(device)
             }
             index += 2
         }
@@ -317,11 +319,60 @@ struct StatusRepository: Sendable {
         return ConnectResult(write: write, replaced: DeviceRecord.decode(reply[1]), kicked: kicked)
     }
 
-    /// A backend-driven device heartbeats; returns whether the device was connected, and the status.
-    func heartbeat(appId: String, userId: String, deviceId: String) async throws -> (found: Bool, reply: StatusReply) {
+    /// What a device state report or a heartbeat did (`device_state.lua`).
+    struct DeviceUpdate: Sendable {
+        /// Whether the device is connected.
+        var found: Bool
+        var write: WriteResult
+    }
+
+    /// SPEC §10.4 / §7: a device reports its `state` (nil: unchanged) and, with `heartbeat`, is alive for another
+    /// `heartbeatTimeoutSeconds` (a backend-driven device). The script publishes the change itself.
+    func updateDevice(appId: String, userId: String, deviceId: String, state: DeviceState?, heartbeat: Bool) async throws -> DeviceUpdate {
         let user = RedisKeys(appId: appId).user(userId)
-        let reply = try await run(scripts.deviceHeartbeat, [user.status, user.profile, user.devices], [deviceId])
-        return (reply[0].int == 1, try StatusReply(userId: userId, values: reply, offset: 1))
+        let reply = try await run(
+            scripts.deviceState,
+            [user.status, user.profile, user.devices],
+            [deviceId, state?.rawValue ?? "", heartbeat ? "1" : "0", appId, userId] + BusChannels.statusArguments(appId, userId)
+        )
+        guard reply.count >= 2 else { throw StatusReplyError.malformed }
+        return DeviceUpdate(
+            found: reply[0].int == 1,
+            write: WriteResult(
+                change: Change(rawValue: Int(reply[1].int ?? 0)) ?? .none,
+                reply: try StatusReply(userId: userId, values: reply, offset: 2)
+            )
+        )
+    }
+
+    /// What the end of an offline grace did (`grace_end.lua`).
+    enum GraceEnd: Sendable {
+        /// No grace to end: a device connected since, or none was started.
+        case none
+        /// The grace runs until then (epoch ms, Redis clock).
+        case later(Int64)
+        /// The user went offline; `clearedCustomStatus` as for ``RemoveResult``.
+        case ended(reply: StatusReply, clearedCustomStatus: Bool)
+    }
+
+    /// SPEC §10.3: ends the user's offline grace if it ran out (`grace_end.lua`, which publishes the change).
+    func endGrace(appId: String, userId: String, retentionSeconds: Int) async throws -> GraceEnd {
+        let user = RedisKeys(appId: appId).user(userId)
+        let reply = try await run(
+            scripts.graceEnd,
+            [user.status, user.profile, user.devices, user.subscriptions],
+            [String(Int64(retentionSeconds) * 1000), appId, userId] + BusChannels.statusArguments(appId, userId)
+        )
+        switch reply.first?.int {
+        case 1:
+            guard reply.count >= 3 else { throw StatusReplyError.malformed }
+            return .ended(reply: try StatusReply(userId: userId, values: reply, offset: 3), clearedCustomStatus: reply[1].int == 1)
+        case 2:
+            guard reply.count >= 2, let until = reply[1].int else { throw StatusReplyError.malformed }
+            return .later(until)
+        default:
+            return .none
+        }
     }
 
     /// Removes devices (all when `deviceIds` is empty). `connectionId` limits removal to that connection's record;
@@ -336,7 +387,8 @@ struct StatusRepository: Sendable {
         connectionId: String? = nil,
         staleBefore: Int64? = nil,
         resumePoint: ResumePoint? = nil,
-        resumeTTLms: Int64 = 0
+        resumeTTLms: Int64 = 0,
+        graceSeconds: Int = 0
     ) async throws -> RemoveResult {
         let user = RedisKeys(appId: appId).user(userId)
         var keys = [user.status, user.profile, user.devices, user.subscriptions]
@@ -345,10 +397,24 @@ struct StatusRepository: Sendable {
             keys.append(user.resume(deviceIds[0]))
             resume = [resumePoint.stored, String(resumeTTLms)]
         }
+        let graceMs = mode == .offline ? Int64(graceSeconds) * 1000 : 0
         let arguments =
             [mode.rawValue, String(Int64(retentionSeconds) * 1000), connectionId ?? "", staleBefore.map(String.init) ?? ""]
-            + [appId, userId] + BusChannels.statusArguments(appId, userId) + resume + deviceIds
-        let reply = try await run(scripts.devicesRemove, keys, arguments)
+            + [appId, userId] + BusChannels.statusArguments(appId, userId) + resume + [String(graceMs)] + deviceIds
+        let reply: [RedisValue]
+        if graceMs > 0 {
+            // SPEC §10.3: the grace index entry first, in the same flush, so that a grace the script starts is always
+            // in the index (an entry for a user who kept a device is dropped by the sweep when it falls due).
+            let entry = ["ZADD", RedisKeys(appId: appId).graces, String(WallClock.nowMs() + graceMs), userId]
+            let script = ["EVALSHA", scripts.devicesRemove.sha1, String(keys.count)] + keys + arguments
+            let replies = try await redis.pipelineLoadingScripts(
+                [["SADD", RedisKeys.graceApps, appId], entry, script],
+                scripts: [scripts.devicesRemove]
+            )
+            reply = try Self.values(replies[2])
+        } else {
+            reply = try await run(scripts.devicesRemove, keys, arguments)
+        }
         guard reply.count >= 4 else { throw StatusReplyError.malformed }
         let count = Int(reply[2].int ?? 0)
         var removed: [(String, DeviceRecord)] = []

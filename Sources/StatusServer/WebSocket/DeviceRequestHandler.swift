@@ -16,6 +16,7 @@ struct DeviceRequestHandler: Sendable {
         var availability: String?
         var clearAfterSeconds: Int?
         var userIds: [String]?
+        var state: String?
 
         /// The members each op's frame may have (SPEC §7: unknown fields are `INVALID_REQUEST`); a field added to an
         /// op goes here too.
@@ -25,6 +26,7 @@ struct DeviceRequestHandler: Sendable {
             "subscribeUserStatus": StrictJSON.Members(["id", "op", "userIds"]),
             "unsubscribeUserStatus": StrictJSON.Members(["id", "op", "userIds"]),
             "heartbeat": StrictJSON.Members(["id", "op"]),
+            "setDeviceState": StrictJSON.Members(["id", "op", "state"]),
             "logout": StrictJSON.Members(["id", "op"]),
         ]
     }
@@ -92,6 +94,15 @@ struct DeviceRequestHandler: Sendable {
                 return (try success(id, try await operations.unsubscribe(app: app, userId: session.userId, userIds: frame.userIds)), .keepOpen)
             case "heartbeat":
                 return (try success(id, Heartbeat(heartbeatSeconds: app.config.heartbeatIntervalSeconds)), .keepOpen)
+            case "setDeviceState":
+                guard let name = frame.state else { throw StatusError(.invalidRequest, "state is required") }
+                let status = try await services.presence.setDeviceState(
+                    app: app,
+                    userId: session.userId,
+                    deviceId: session.deviceId,
+                    state: try DeviceState.parse(name)
+                )
+                return (try success(id, status), .keepOpen)
             case "logout":
                 let result = try await services.presence.remove(
                     app: app,

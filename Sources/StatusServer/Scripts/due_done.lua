@@ -1,6 +1,6 @@
--- SPEC §10.2: removes entries of an app's due-time index that the calling node handled, unless they were written again
--- since it took them (the user set another expiry: their score is no longer the lease's).
--- KEYS: the app's expiry index
+-- SPEC §10.2 and §10.3: removes entries of a due-time index (due_take.lua) that the calling node handled, unless they
+-- were written again since it took them (another expiry set, another drop: their score is no longer the lease's).
+-- KEYS: the index
 -- ARGV: the lease's score, then userIds
 -- Reply: how many were removed.
 local removed = 0

@@ -1,0 +1,66 @@
+import RedisClient
+import StatusCore
+
+/// One pass over a kind of due-time index: per app, a sorted set of userIds scored by when something falls due for
+/// them (custom status expiries, SPEC §10.2; offline graces, SPEC §10.3), with a set listing the apps that have one.
+/// No timer per user lives in memory: every node's housekeeping sweeps, each entry that fell due is leased to one node
+/// (`due_take.lua`), handled, and removed unless it was written again meanwhile (`due_done.lua`). A node that dies
+/// holding a lease leaves its entries to the others once the lease ends.
+struct DueIndexSweep: Sendable {
+    let services: ServerServices
+    /// The set of appIds that have (or had) such an index.
+    let apps: String
+    /// The app's index.
+    let index: @Sendable (RedisKeys) -> String
+
+    /// How long a taken entry is left to the node that took it.
+    static let leaseMs: Int64 = 5000
+    /// The most entries one sweep takes per app.
+    static let batch = 200
+
+    /// What handling an entry came to.
+    enum Outcome: Sendable {
+        /// Handled (or nothing to do): the entry goes.
+        case done
+        /// Not due yet: the entry is put back at that time (epoch ms).
+        case later(Int64)
+    }
+
+    /// Takes each app's entries due at `nowMs` and hands each to `handle` (the app, the userId, the entry's due time as
+    /// written); an app deleted meanwhile is dropped from the list once its index is gone.
+    func run(
+        nowMs: Int64,
+        handle: (AppRecord, String, String) async throws -> Outcome
+    ) async throws {
+        let redis = services.redis
+        let scripts = services.scripts
+        for appId in try await redis.send("SMEMBERS", apps).array?.compactMap(\.string) ?? [] {
+            let key = index(RedisKeys(appId: appId))
+            guard let app = try await services.apps.find(appId) else {
+                // Deleted: its index went with its keys.
+                if try await redis.send("EXISTS", key).int == 0 { _ = try await redis.send("SREM", apps, appId) }
+                continue
+            }
+            let taken = try await redis.evalScript(
+                scripts.dueTake,
+                keys: [key],
+                arguments: [String(nowMs), String(Self.leaseMs), String(Self.batch)]
+            )
+            if case .error(let message) = taken { throw RedisClientError(kind: .server, message: message) }
+            let values = taken.array?.compactMap(\.string) ?? []
+            guard values.count >= 2 else { continue }
+            var done: [String] = []
+            var later: [[String]] = []
+            for pair in values.chunks(of: 2) where pair.count == 2 {
+                let userId = pair[pair.startIndex]
+                switch try await handle(app, userId, pair[pair.startIndex + 1]) {
+                case .done: done.append(userId)
+                case .later(let dueAt): later.append(["ZADD", key, String(dueAt), userId])
+                }
+            }
+            // An entry put back is no longer at the lease's score, so due_done leaves it.
+            _ = try await redis.pipeline(later)
+            _ = try await redis.evalScript(scripts.dueDone, keys: [key], arguments: [String(nowMs + Self.leaseMs)] + done)
+        }
+    }
+}

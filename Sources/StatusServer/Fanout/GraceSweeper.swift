@@ -1,0 +1,47 @@
+import Foundation
+import RedisClient
+import StatusCore
+
+/// SPEC §10.3: ends the offline graces that ran out, on whichever node, after any restart, including the death of the
+/// node that started them: no timer per user in memory. A drop that may start a grace writes the app's due-time entry
+/// first (``RedisKeys/graces``, listed in ``RedisKeys/graceApps``); the housekeeping of every node calls ``sweep()``
+/// every quarter second (``DueIndexSweep``). A user no device reconnected for goes `offline` (`grace_end.lua`, which
+/// publishes the change); their online index entry follows, and a custom status cleared with it is the webhook's
+/// `customStatusChange` (the drop itself was posted when it happened).
+struct GraceSweeper: Sendable {
+    let services: ServerServices
+
+    /// One pass over every app with graces. Returns how many users went offline.
+    @discardableResult
+    func sweep(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
+        var ended = 0
+        let sweep = DueIndexSweep(services: services, apps: RedisKeys.graceApps, index: \.graces)
+        try await sweep.run(nowMs: nowMs) { app, userId, _ in
+            let outcome = try await services.statuses.endGrace(
+                appId: app.appId,
+                userId: userId,
+                retentionSeconds: app.config.subscriptionRetentionSeconds
+            )
+            switch outcome {
+            case .none:
+                return .done
+            case .later(let until):
+                return .later(until)
+            case .ended(let reply, let cleared):
+                ended += 1
+                await services.recorder.recordPresence(app: app, change: .status, reply: reply)
+                if cleared {
+                    await services.webhooks.enqueueCustomStatusChange(
+                        app: app,
+                        userId: userId,
+                        customStatus: nil,
+                        cleared: true,
+                        statusType: reply.status.statusType
+                    )
+                }
+                return .done
+            }
+        }
+        return ended
+    }
+}

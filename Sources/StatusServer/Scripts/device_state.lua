@@ -1,0 +1,46 @@
+-- SPEC §10.4: a connected device reports its state (`active`, `idle`, `background`; stored as the device's `s`, absent
+-- while active), and SPEC §7: a backend-driven device heartbeats (alive for `heartbeatTimeoutSeconds`), with or without
+-- a state. While online either is activity (SPEC §2).
+-- SPEC §10.1 automatic away: when the shown availability changes (every device idle, or one active again) it is a
+-- change (version +1; SPEC §10.5 the public version moves when the public view did); any other change of state changes
+-- `onlineDevices` only. SPEC §6: a change is published on the bus (docs/bus.md) by this script.
+-- KEYS: status, profile, devices
+-- ARGV: deviceId, state ('' = unchanged), heartbeat ('1': set the device's last heartbeat), appId, userId,
+--       user channel, app slot channel (docs/bus.md)
+-- Reply: {found (0|1), changed (0 none | 1 status | 2 devices only), <status reply>} or error USER_NOT_FOUND.
+if redis.call('EXISTS', KEYS[2]) == 0 then
+    return redis.error_reply('USER_NOT_FOUND')
+end
+local now = now_ms()
+local raw = redis.call('HGET', KEYS[3], ARGV[1])
+if not raw then
+    return with_header({ 0, 0 }, status_reply(KEYS[1], KEYS[2], KEYS[3]))
+end
+local device = cjson.decode(raw)
+local state = device.s or 'active'
+local moved = ARGV[2] ~= '' and ARGV[2] ~= state
+if moved then
+    device.s = ARGV[2] ~= 'active' and ARGV[2] or nil
+end
+if ARGV[3] == '1' then
+    device.hb = now
+end
+if moved or ARGV[3] == '1' then
+    redis.call('HSET', KEYS[3], ARGV[1], cjson.encode(device))
+end
+local before = read_public(KEYS[1])
+touch_if_online(KEYS[1], now, before[1] or '')
+if not moved then
+    return with_header({ 1, 0 }, status_reply(KEYS[1], KEYS[2], KEYS[3]))
+end
+local changed = 2
+local public_change = 0
+update_auto_away(KEYS[1], KEYS[3])
+if before[1] == 'online' and shown_availability(before) ~= shown_availability(read_public(KEYS[1])) then
+    bump_version(KEYS[1], now)
+    public_change = settle_public(KEYS[1], before, now)
+    changed = 1
+end
+local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true)
+publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply, public_change)
+return with_header({ 1, changed }, reply)
