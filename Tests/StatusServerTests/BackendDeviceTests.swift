@@ -24,7 +24,9 @@ import Testing
             #expect(second.body["statusType"].string == "online")
             #expect(second.body["version"].int == 1)
             #expect(
-                Set(second.body["onlineDevices"].array) == [["deviceId": "phone-1", "platform": "ios", "state": "active"], ["deviceId": "web_1", "platform": "web", "state": "active"]]
+                Set(second.body["onlineDevices"].array) == [
+                    ["deviceId": "phone-1", "platform": "ios", "state": "active"], ["deviceId": "web_1", "platform": "web", "state": "active"],
+                ]
             )
             // Logging the same deviceId in again replaces it.
             let replaced = try await app.login("alice", "phone-1", platform: "ipad")

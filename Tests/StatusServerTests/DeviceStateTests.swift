@@ -43,7 +43,9 @@ import Testing
                         // One device idle, the other active: no change for anyone else.
                         let first = try await phone.request("setDeviceState", ["state": "idle"])
                         #expect(first["result"]["version"].int == version && first["result"]["availability"] == "available")
-                        let own = try await desk.next { $0["event"] == "onUserStatusChanged" && $0["statuses"][0]["onlineDevices"].array.contains { $0["state"] == "idle" } }
+                        let own = try await desk.next {
+                            $0["event"] == "onUserStatusChanged" && $0["statuses"][0]["onlineDevices"].array.contains { $0["state"] == "idle" }
+                        }
                         #expect(own["statuses"][0]["version"].int == version)
                         #expect(try await watcher.statusEvents(of: "alice").isEmpty)
                         // Both idle: away, as a change.

@@ -24,7 +24,8 @@ import Testing
                         #expect(!phone.isClosed)
                         #expect(
                             try await app.backendStatus("alice")["onlineDevices"] == [
-                                ["deviceId": "phone", "platform": "ios", "state": "active"], ["deviceId": "web-2", "platform": "web", "state": "active"],
+                                ["deviceId": "phone", "platform": "ios", "state": "active"],
+                                ["deviceId": "web-2", "platform": "web", "state": "active"],
                             ]
                         )
                     }
@@ -60,7 +61,11 @@ import Testing
             expectOK(try await app.login("alice", "a1", platform: "android"))
             expectOK(try await app.login("alice", "w1", platform: "web"))
             let second = expectOK(try await app.login("alice", "a2", platform: "android"))
-            #expect(second["onlineDevices"] == [["deviceId": "a2", "platform": "android", "state": "active"], ["deviceId": "w1", "platform": "web", "state": "active"]])
+            #expect(
+                second["onlineDevices"] == [
+                    ["deviceId": "a2", "platform": "android", "state": "active"], ["deviceId": "w1", "platform": "web", "state": "active"],
+                ]
+            )
             // The kicked device is gone: its heartbeat finds nothing.
             let heartbeat = expectOK(try await app.call(.post, "/users/alice/devices/a1/heartbeat"))
             #expect(heartbeat["onlineDevices"].array.count == 2)
@@ -89,7 +94,10 @@ import Testing
                         try await Task.sleep(for: AppRegistry.cacheTTL + .milliseconds(100))
                         let login = expectOK(try await app.login("alice", "web-2", platform: "web"))
                         #expect(
-                            login["onlineDevices"] == [["deviceId": "tablet", "platform": "android", "state": "active"], ["deviceId": "web-2", "platform": "web", "state": "active"]]
+                            login["onlineDevices"] == [
+                                ["deviceId": "tablet", "platform": "android", "state": "active"],
+                                ["deviceId": "web-2", "platform": "web", "state": "active"],
+                            ]
                         )
                         #expect(try await web.next { $0["event"].string == "kicked" }["reason"].string == "loginPolicy")
                         #expect(try await phone.next { $0["event"].string == "kicked" }["reason"].string == "tooManyDevices")

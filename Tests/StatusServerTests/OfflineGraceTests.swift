@@ -143,7 +143,8 @@ import Testing
     /// grace; the devices reconnecting to the survivor within it are no flap for their watchers.
     @Test func aNodeDeathWithAGraceIsNoFlap() async throws {
         let adminKey = "admin-" + UUID().uuidString
-        try await withStatusd(.live, adminKey: adminKey, configure: { $0.nodeLeaseSeconds = 3 }) { api in
+        let shortLease: (inout ServerConfiguration) -> Void = { $0.nodeLeaseSeconds = 3 }
+        try await withStatusd(.live, adminKey: adminKey, configure: shortLease) { api in
             let node = try await ChildNode(adminKey: adminKey, nodeId: "flap-" + UUID().uuidString.prefix(8).lowercased(), leaseSeconds: 3)
             defer { node.crash() }
             let app = try await api.createApp(config: Self.config(grace: 10))

@@ -95,7 +95,9 @@ import Testing
             expectOK(try await app.call(.put, "/users/bob", ["role": "vip"]))
             expectOK(try await app.login("bob", "phone", platform: "ios"))
             expectOK(try await app.login("bob", "desk", platform: "linux"))
-            let devices: JSONValue = [["deviceId": "desk", "platform": "linux", "state": "active"], ["deviceId": "phone", "platform": "ios", "state": "active"]]
+            let devices: JSONValue = [
+                ["deviceId": "desk", "platform": "linux", "state": "active"], ["deviceId": "phone", "platform": "ios", "state": "active"],
+            ]
             // setSelfStatus reads the devices from the copy.
             let set = try await app.call(.put, "/users/bob/status", ["customStatus": "busy"])
             #expect(set.status == 200)
