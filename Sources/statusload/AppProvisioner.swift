@@ -18,7 +18,7 @@ struct AppProvisioner: Sendable {
     static func userId(_ index: Int) -> String { "u\(index)" }
 
     /// The app config the loader creates its app with.
-    static func config(subscriptionsPerUser: Int, friendNotify: Bool, multiDeviceSync: Bool) -> [String: Any] {
+    static func config(subscriptionsPerUser: Int, friendNotify: Bool, multiDeviceSync: Bool, offlineGraceSeconds: Int = 0) -> [String: Any] {
         [
             "plan": "premium",
             "statusQuery": true,
@@ -28,6 +28,7 @@ struct AppProvisioner: Sendable {
             "rateLimit": ["calls": 100_000_000, "windowSeconds": 1],
             "connectRateLimit": ["calls": 100_000_000, "windowSeconds": 1],
             "heartbeatTimeoutSeconds": 3600,
+            "offlineGraceSeconds": offlineGraceSeconds,
         ]
     }
 

@@ -13,9 +13,12 @@ final class DeviceConnector: Sendable {
         var host: String
         /// The request path, `/v1/connect`.
         var path: String
+        /// Query parameters every connect adds after the device's own (`&snapshot=true`, SPEC §10.6).
+        var options = ""
 
-        /// `http://host:port[/prefix]` → the node's `/v1/connect`, with the host resolved once.
-        init(url: String) throws {
+        /// `http://host:port[/prefix]` → the node's `/v1/connect`, with the host resolved once; `snapshot` asks for a
+        /// snapshot on every connect.
+        init(url: String, snapshot: Bool = false) throws {
             guard let components = URLComponents(string: url), let host = components.host else {
                 throw SetupError("bad --url \(url)", retryable: false)
             }
@@ -24,6 +27,7 @@ final class DeviceConnector: Sendable {
             self.host = "\(host):\(port)"
             let prefix = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
             path = prefix + "/v1/connect"
+            if snapshot { options = "&snapshot=true" }
         }
     }
 
@@ -53,7 +57,7 @@ final class DeviceConnector: Sendable {
         let node = registry.node(of: device)
         let user = registry.user(of: device)
         let endpoint = endpoints[node]
-        let target = "\(endpoint.path)?deviceId=d\(device)&platform=web&token=\(tokens[user])"
+        let target = "\(endpoint.path)?deviceId=d\(device)&platform=web&token=\(tokens[user])\(endpoint.options)"
         let registry = registry
         let started = MonotonicClock.nanos()
         registry.beginAttempt()

@@ -29,6 +29,10 @@ struct LoadPlan: Sendable {
     var threads: Int
     var stopOnLoss: Bool
     var readBatchMs: Double
+    /// Every connect asks for a snapshot (SPEC §10.6).
+    var snapshot = false
+    /// The app's `offlineGraceSeconds` (SPEC §10.3).
+    var offlineGraceSeconds = 0
 
     /// The devices this process runs.
     var localDevices: [Int] { Array(stride(from: slice.index, to: devices, by: slice.count)) }

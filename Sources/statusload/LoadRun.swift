@@ -16,7 +16,7 @@ struct LoadRun: Sendable {
             friendNotify: plan.friendNotify,
             seed: plan.seed
         )
-        let endpoints = try plan.urls.map { try DeviceConnector.Endpoint(url: $0) }
+        let endpoints = try plan.urls.map { try DeviceConnector.Endpoint(url: $0, snapshot: plan.snapshot) }
         let client = SetupClient(baseURL: plan.urls[0], adminKey: plan.adminKey, maxConnections: max(plan.setupConcurrency, 8))
         let setupStart = ContinuousClock.now
         let app = try await AppProvisioner(client: client, graph: graph, concurrency: plan.setupConcurrency).provision(
@@ -24,7 +24,8 @@ struct LoadRun: Sendable {
             config: AppProvisioner.config(
                 subscriptionsPerUser: plan.subscriptions,
                 friendNotify: plan.friendNotify,
-                multiDeviceSync: plan.multiDeviceSync
+                multiDeviceSync: plan.multiDeviceSync,
+                offlineGraceSeconds: plan.offlineGraceSeconds
             ),
             existingAPIKey: plan.existingAPIKey,
             users: plan.localUsers

@@ -102,6 +102,12 @@ struct StatusLoadCommand: AsyncParsableCommand {
     @Flag(help: "Stop stepping up the rate after a step that lost events.")
     var stopOnLoss = false
 
+    @Flag(help: "Every connect asks for a snapshot (&snapshot=true) of what the device may see.")
+    var snapshot = false
+
+    @Option(help: "offlineGraceSeconds of the app the loader creates (0-300).")
+    var offlineGraceSeconds = 0
+
     func validate() throws {
         guard users >= 1 else { throw ValidationError("--users must be at least 1") }
         guard (devices ?? users) >= 1 else { throw ValidationError("--devices must be at least 1") }
@@ -158,7 +164,9 @@ struct StatusLoadCommand: AsyncParsableCommand {
             holdUntilFile: holdUntilFile,
             threads: threads,
             stopOnLoss: stopOnLoss,
-            readBatchMs: readBatchMs
+            readBatchMs: readBatchMs,
+            snapshot: snapshot,
+            offlineGraceSeconds: offlineGraceSeconds
         )
         let report = try await LoadRun(plan: plan).run()
         let line = report.jsonLine()
