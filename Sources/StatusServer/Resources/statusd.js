@@ -8,14 +8,19 @@
 //
 // The socket is the device WebSocket of SPEC §7 (`GET /v1/connect`). The client heartbeats at the interval the
 // welcome names, reconnects with jittered exponential backoff after any loss it did not ask for, and passes the
-// welcome's `resume` token back on reconnect so the server can send what changed while it was away.
+// welcome's `resume` token back on reconnect so the server can send what changed while it was away. It reports the
+// device's state (SPEC §10.4): `background` while the page is hidden, `idle` after a while without input, `active`
+// otherwise, so that the user shows `away` when no device is in use and a backend can choose between an in-app
+// notification and a push.
 
 /**
  * @typedef {"ios"|"android"|"ipad"|"web"|"windows"|"macos"|"linux"|"other"} Platform
  * @typedef {"online"|"offline"|"unlogined"} StatusType
- * @typedef {{deviceId: string, platform: Platform}} OnlineDevice
- * @typedef {{userId: string, statusType: StatusType, customStatus?: string, lastActiveAt?: number, version: number,
- *   onlineDevices?: OnlineDevice[]}} UserStatus
+ * @typedef {"active"|"idle"|"background"} DeviceState
+ * @typedef {"available"|"away"|"busy"|"dnd"|"invisible"} Availability
+ * @typedef {{deviceId: string, platform: Platform, state?: DeviceState}} OnlineDevice
+ * @typedef {{userId: string, statusType: StatusType, customStatus?: string, customStatusExpiresAt?: number,
+ *   availability?: Availability, lastActiveAt?: number, version: number, onlineDevices?: OnlineDevice[]}} UserStatus
  * @typedef {{userId: string, code: string}} UserFailure
  * @typedef {{statuses: UserStatus[], failures: UserFailure[]}} StatusQueryResult
  * @typedef {{subscribed: string[], evicted: string[], failures: UserFailure[]}} SubscribeResult
@@ -35,8 +40,18 @@
  * @property {number} [minReconnectDelayMs] First backoff ceiling (default 500).
  * @property {number} [maxReconnectDelayMs] Largest backoff ceiling (default 30000).
  * @property {number} [requestTimeoutMs] How long a request waits for its reply (default 10000).
+ * @property {boolean} [snapshot] Ask for the current statuses on every connect (default true, SPEC §10.6).
+ * @property {boolean} [backgroundWhenHidden] Report the device `background` while the page is hidden (Page Visibility
+ *   API; default true).
+ * @property {number | null} [idleAfterSeconds] Report the device `idle` after this long without pointer, keyboard,
+ *   touch, wheel or scroll input (default 300; `0` or `null`: never).
  * @property {typeof WebSocket} [WebSocket] A WebSocket implementation (default the global one).
  */
+
+/** @type {DeviceState[]} */
+const DEVICE_STATES = ["active", "idle", "background"];
+/** The input that makes a device `active` (captured at the document, so element scrolls count too). */
+const INPUT_EVENTS = ["pointerdown", "pointermove", "keydown", "wheel", "touchstart", "scroll"];
 
 /** An error reply of statusd, or a request that could not be answered (`DISCONNECTED`, `TIMEOUT`). */
 export class StatusError extends Error {
@@ -61,6 +76,7 @@ export class StatusError extends Error {
  * - `statusChanged` (statuses, event): `onUserStatusChanged`; statuses older than one already seen are dropped;
  * - `kicked` (reason): the server closed the device (`loginPolicy`, `tooManyDevices`, ...); no reconnect follows;
  * - `state` (state): `connecting`, `open`, `reconnecting`, `closed`;
+ * - `deviceState` (state): the device's state changed (`active`, `idle`, `background`), whether or not it is sent yet;
  * - `reconnecting` ({attempt, delayMs}): a reconnect is scheduled;
  * - `error` (error): a connect attempt failed.
  */
@@ -74,6 +90,8 @@ export class StatusClient {
       minReconnectDelayMs: 500,
       maxReconnectDelayMs: 30000,
       requestTimeoutMs: 10000,
+      backgroundWhenHidden: true,
+      idleAfterSeconds: 300,
       ...options,
     };
     /** @type {ConnectionState} */
@@ -92,11 +110,19 @@ export class StatusClient {
     this._reconnectTimer = null;
     this._wanted = false;
     this._connecting = null;
+    /** @type {DeviceState} The device's state as this page sees it (SPEC §10.4). */
+    this.deviceState = "active";
+    /** The state the server holds for the current socket; a new device starts `active` there. */
+    this._serverDeviceState = null;
+    this._idle = false;
+    this._lastInputAt = 0;
+    this._idleTimer = null;
+    this._tracking = null;
   }
 
   /**
    * Registers a callback; returns a function that removes it.
-   * @param {"welcome"|"statusChanged"|"kicked"|"state"|"reconnecting"|"error"} name
+   * @param {"welcome"|"statusChanged"|"kicked"|"state"|"deviceState"|"reconnecting"|"error"} name
    * @param {(...args: any[]) => void} callback
    */
   on(name, callback) {
@@ -112,6 +138,7 @@ export class StatusClient {
    */
   connect() {
     this._wanted = true;
+    this._startDeviceTracking();
     if (this.state === "open" && this.welcome) return Promise.resolve(this.welcome);
     if (this._connecting) return this._connecting;
     this._connecting = new Promise((resolve, reject) => {
@@ -126,6 +153,7 @@ export class StatusClient {
     this._wanted = false;
     clearTimeout(this._reconnectTimer);
     this._stopHeartbeat();
+    this._stopDeviceTracking();
     if (this._socket) this._socket.close(1000, "client closed");
     this._setState("closed");
   }
@@ -181,6 +209,25 @@ export class StatusClient {
    */
   unsubscribeUserStatus(userIds) {
     return this.request("unsubscribeUserStatus", userIds ? { userIds } : {});
+  }
+
+  /**
+   * setDeviceState: `active`, `idle` or `background` (SPEC §10.4). The client reports these on its own (see the
+   * `backgroundWhenHidden` and `idleAfterSeconds` options); call this to report a state the page knows better, e.g.
+   * `idle` while a video plays full screen. The next input or visibility change the client tracks overrides it, so an
+   * app that drives the state itself turns both options off. Sent only when it differs from what the server holds,
+   * and again after every reconnect unless it is `active`.
+   * @param {DeviceState} state
+   * @returns {Promise<UserStatus | null>} the server's reply, or null when nothing was sent (unchanged, or not
+   *   connected: it is sent after the next welcome).
+   */
+  setDeviceState(state) {
+    if (!DEVICE_STATES.includes(state)) return Promise.reject(new TypeError(`unknown device state ${state}`));
+    if (state !== this.deviceState) {
+      this.deviceState = state;
+      this._emit("deviceState", state);
+    }
+    return this._sendDeviceState();
   }
 
   /** An explicit heartbeat (the client sends them on its own while open). */
@@ -267,6 +314,7 @@ export class StatusClient {
           this._firstConnect = null;
           this._connecting = null;
         }
+        this._stopDeviceTracking();
         this._setState("closed");
         return;
       }
@@ -296,6 +344,9 @@ export class StatusClient {
     if (welcome.status) this._fresh(welcome.status);
     this._setState("open");
     this._startHeartbeat(welcome.heartbeatSeconds);
+    // Every connect is a new device to the server, which starts it `active`: a page that is hidden or idle says so.
+    this._serverDeviceState = "active";
+    this._sendDeviceState();
     this._emit("welcome", welcome);
     if (this._firstConnect) {
       this._firstConnect.resolve(welcome);
@@ -332,6 +383,99 @@ export class StatusClient {
     if (known !== undefined && status.version < known) return false;
     this._versions.set(status.userId, status.version);
     return true;
+  }
+
+  /** Sends the device state when the server holds another; a failure is left to the next welcome or change. */
+  _sendDeviceState() {
+    const state = this.deviceState;
+    if (!this._socket || this.state !== "open" || this._serverDeviceState === state) return Promise.resolve(null);
+    const socket = this._socket;
+    this._serverDeviceState = state;
+    const sent = this.request("setDeviceState", { state });
+    sent.catch(() => {
+      // Not held by the server (refused, or the socket went): the next change, or the next welcome, sends it again.
+      if (this._socket === socket && this._serverDeviceState === state) this._serverDeviceState = null;
+    });
+    return sent;
+  }
+
+  /**
+   * Listens to the page's visibility and input while the client is wanted (browsers only). With both options off
+   * nothing is tracked and the state is the app's alone (`setDeviceState`).
+   */
+  _startDeviceTracking() {
+    if (this._tracking || typeof document === "undefined" || typeof document.addEventListener !== "function") return;
+    const tracksIdle = this._idleAfterMs() > 0;
+    if (!tracksIdle && !this.options.backgroundWhenHidden) return;
+    const onVisibility = () => {
+      // Coming back to a page is input: it is in use again.
+      if (tracksIdle && !this._hidden()) this._onInput();
+      this._updateDeviceState();
+    };
+    const onInput = () => this._onInput();
+    const options = { capture: true, passive: true };
+    document.addEventListener("visibilitychange", onVisibility);
+    if (tracksIdle) for (const name of INPUT_EVENTS) document.addEventListener(name, onInput, options);
+    this._tracking = () => {
+      document.removeEventListener("visibilitychange", onVisibility);
+      for (const name of INPUT_EVENTS) document.removeEventListener(name, onInput, options);
+    };
+    if (tracksIdle) this._onInput();
+    this._updateDeviceState();
+  }
+
+  _stopDeviceTracking() {
+    if (!this._tracking) return;
+    this._tracking();
+    this._tracking = null;
+    clearTimeout(this._idleTimer);
+    this._idleTimer = null;
+  }
+
+  _hidden() {
+    return Boolean(this.options.backgroundWhenHidden) && document.visibilityState === "hidden";
+  }
+
+  /**
+   * Input of any kind. Input comes in bursts (every pointer move), so it only stamps the time; the idle timer, armed
+   * once per idle period, looks at the stamp when it fires and sleeps again for the rest of the period.
+   */
+  _onInput() {
+    this._lastInputAt = Date.now();
+    if (this._idleTimer === null) this._armIdleTimer(this._idleAfterMs());
+    this._idle = false;
+    // Also ends an `idle` or `background` the app set by hand while the page was in use.
+    if (this.deviceState !== "active") this._updateDeviceState();
+  }
+
+  _idleAfterMs() {
+    const seconds = Number(this.options.idleAfterSeconds);
+    return seconds > 0 ? seconds * 1000 : 0;
+  }
+
+  _armIdleTimer(delayMs) {
+    if (!delayMs) return;
+    this._idleTimer = setTimeout(() => {
+      const idleAfterMs = this._idleAfterMs();
+      const quietMs = Date.now() - this._lastInputAt;
+      if (quietMs < idleAfterMs) {
+        this._armIdleTimer(idleAfterMs - quietMs);
+        return;
+      }
+      // Asleep until the next input, which arms it again.
+      this._idleTimer = null;
+      this._idle = true;
+      this._updateDeviceState();
+    }, delayMs);
+  }
+
+  /** The tracked state: hidden wins over idle; sent only when it changed. */
+  _updateDeviceState() {
+    const state = this._hidden() ? "background" : this._idle ? "idle" : "active";
+    if (state === this.deviceState) return;
+    this.deviceState = state;
+    this._emit("deviceState", state);
+    this._sendDeviceState();
   }
 
   _startHeartbeat(seconds) {
