@@ -176,7 +176,51 @@ def watch_flow(driver, api_key):
     driver.execute_script("for (const id of ['create-error', 'create-result']) document.getElementById(id).hidden = true")
     driver.find_element(By.ID, "new-app-id").clear()
     wait_text(driver, "stat-events", lambda t: t not in ("–", "…"), "events/s after reselecting", timeout=10)
+
+
+def views_flow(driver, api_key):
+    """The console shows alice's own view next to the public view: invisible, she is online to herself and offline to
+    everyone else; visible again, both views show her online."""
+    wait = WebDriverWait(driver, 10)
+    cell = lambda view, field: driver.find_element(By.CSS_SELECTOR, f'#views-table tr[data-field="{field}"] td[data-view="{view}"]').text
+    differs = lambda field: "differs" in driver.find_element(By.CSS_SELECTOR, f'#views-table tr[data-field="{field}"]').get_attribute("class")
+    watched = lambda field: driver.find_element(By.CSS_SELECTOR, f'tr[data-user="alice"] td[data-field="{field}"]').text
+
+    assert api("PUT", "/v1/apps/console-demo/users/alice/status", {"availability": "invisible"}, key=api_key)[0] == 200
+    # The watcher, a user like any other, hears her go offline.
+    wait.until(lambda d: watched("statusType") == "offline")
+    set_value(driver, "views-user", "alice")
+    driver.find_element(By.ID, "views-button").click()
+    wait_text(driver, "views-note", lambda t: t == "Public view as console-observer sees alice.", "the observer is named")
+    wait.until(lambda d: cell("own", "statusType") == "online" and cell("public", "statusType") == "offline")
+    assert cell("own", "availability") == "invisible" and cell("public", "availability") == "", cell("public", "availability")
+    assert cell("own", "customStatus") == "in a meeting" and cell("public", "customStatus") == "", cell("public", "customStatus")
+    assert cell("own", "onlineDevices").startswith("phone-1 (ios"), cell("own", "onlineDevices")
+    assert cell("public", "onlineDevices") in ("", "not listed"), cell("public", "onlineDevices")
+    assert differs("statusType") and differs("customStatus") and differs("availability")
+    status, observer = api("GET", "/v1/apps/console-demo/users/console-observer", key=api_key)
+    assert status == 200, observer
+    ok("console: invisible alice side by side: own view online, invisible, 'in a meeting', phone-1; public view offline, "
+       "none of it")
+
+    # Visible again: the next poll shows her online in both columns, with her custom status.
+    assert api("PUT", "/v1/apps/console-demo/users/alice/status", {"availability": "available"}, key=api_key)[0] == 200
+    wait.until(lambda d: cell("public", "statusType") == "online")
+    assert cell("own", "statusType") == "online" and not differs("statusType"), cell("own", "statusType")
+    assert cell("public", "customStatus") == "in a meeting" and cell("public", "availability") == "available"
+    ok("console: alice visible again: both views show her online with her custom status (polled, no reload)")
+
+    # Invisible for the screenshot; an unknown user is reported as the server answers.
+    assert api("PUT", "/v1/apps/console-demo/users/alice/status", {"availability": "invisible"}, key=api_key)[0] == 200
+    wait.until(lambda d: cell("public", "statusType") == "offline")
     screenshot(driver, "console.png")
+    set_value(driver, "views-user", "nobody-here")
+    driver.find_element(By.ID, "views-button").click()
+    wait_text(driver, "views-error", lambda t: "nobody-here: USER_NOT_FOUND" in t, "an unknown user")
+    set_value(driver, "views-user", "console-observer")
+    driver.find_element(By.ID, "views-button").click()
+    wait_text(driver, "views-error", lambda t: "the observer must be another user" in t, "the observer itself")
+    ok("console: an unknown user shows USER_NOT_FOUND; the observer cannot watch itself")
 
 
 def client_flow(driver, api_key):
@@ -252,6 +296,152 @@ def client_flow(driver, api_key):
     ok("browser client: a kick closes it for good (no reconnect)")
 
 
+def device_state_flow(driver, api_key):
+    """The client reports its device's state (SPEC §10.4): `background` while the page is hidden, `idle` after
+    idleAfterSeconds without input, `active` on return; only changes are sent, and a state other than `active` again
+    after a reconnect. The page's visibility is simulated by overriding document.visibilityState and dispatching
+    visibilitychange; input by dispatching events. The server's side is read back with the backend detail query."""
+    assert api("PUT", "/v1/apps/console-demo/users/erin", {}, key=api_key)[0] == 200
+    _, minted = api("POST", "/v1/apps/console-demo/users/erin/tokens", {"ttlSeconds": 600}, key=api_key)
+    driver.set_script_timeout(30)
+    result = driver.execute_async_script(
+        """
+        const [token, done] = [arguments[0], arguments[arguments.length - 1]];
+        import("/client/statusd.js").then(async ({ StatusClient }) => {
+          const log = { frames: [], sent: [], replies: {}, welcomes: 0, changes: [] };
+          window.erinLog = log;
+          // Records every setDeviceState frame sent and the reply to each; nothing else changes.
+          const RecordingSocket = class extends WebSocket {
+            constructor(url, protocols) {
+              super(url, protocols);
+              this.addEventListener("message", (message) => {
+                const frame = JSON.parse(message.data);
+                if (frame.id in log.replies) log.replies[frame.id] = frame.ok ? "ok" : `${frame.error.code}: ${frame.error.message}`;
+              });
+            }
+            send(data) {
+              const frame = JSON.parse(data);
+              if (frame.op === "setDeviceState") {
+                log.frames.push(frame);
+                log.sent.push(frame.state);
+                log.replies[frame.id] = null;
+              }
+              super.send(data);
+            }
+          };
+          let hidden = false;
+          Object.defineProperty(document, "visibilityState", { configurable: true, get: () => (hidden ? "hidden" : "visible") });
+          window.setHidden = (value) => {
+            hidden = value;
+            document.dispatchEvent(new Event("visibilitychange"));
+          };
+          const client = new StatusClient({
+            token, deviceId: "erin-web", minReconnectDelayMs: 100, idleAfterSeconds: 3, WebSocket: RecordingSocket,
+          });
+          client.on("welcome", () => { log.welcomes += 1; });
+          client.on("deviceState", (state) => log.changes.push(state));
+          window.erinClient = client;
+          await client.connect();
+          done({ sent: log.sent.slice(), state: client.deviceState });
+        }).catch((e) => done({ error: String(e) }));
+        """,
+        minted["token"],
+    )
+    assert "error" not in result, result
+    assert result == {"sent": [], "state": "active"}, result
+
+    def sent():
+        return driver.execute_script("return window.erinLog.sent")
+
+    def step(script, expected, what, timeout=10):
+        """Runs script in the page, waits for exactly the setDeviceState frames expected and their replies, then
+        reads erin's own view with the backend detail query."""
+        driver.execute_script(script)
+        try:
+            WebDriverWait(driver, timeout).until(lambda d: sent() == expected)
+        except Exception:
+            raise AssertionError(f"{what}: sent {sent()}, expected {expected}")
+        WebDriverWait(driver, 10).until(lambda d: None not in d.execute_script("return Object.values(window.erinLog.replies)"))
+        time.sleep(0.3)  # nothing more is sent
+        assert sent() == expected, (what, sent(), expected)
+        _, answer = api("POST", "/v1/apps/console-demo/status/query", {"userIds": ["erin"], "detail": True}, key=api_key)
+        return answer["statuses"][0]
+
+    # (what, expected state, expected availability, erin's own view), checked after the client's own checks.
+    server = []
+    server.append(("hidden", "background", "away", step("setHidden(true)", ["background"], "the page is hidden")))
+    step("setHidden(true)", ["background"], "hidden again: no change, nothing sent")
+    server.append(("visible again", "active", "available", step(
+        "setHidden(false)", ["background", "active"], "the page is visible again (returning counts as input)")))
+    server.append(("no input for 3 s", "idle", "away", step(
+        "", ["background", "active", "idle"], "idleAfterSeconds without input", timeout=8)))
+    server.append(("input", "active", "available", step(
+        "document.body.dispatchEvent(new KeyboardEvent('keydown', { bubbles: true }));"
+        "document.body.dispatchEvent(new PointerEvent('pointermove', { bubbles: true }));",
+        ["background", "active", "idle", "active"], "a key after idle")))
+    step("for (let i = 0; i < 50; i++) document.dispatchEvent(new PointerEvent('pointermove', { bubbles: true }))",
+         ["background", "active", "idle", "active"], "more input while active: nothing sent")
+    frames = driver.execute_script("return window.erinLog.frames")
+    assert all(set(frame) == {"id", "op", "state"} for frame in frames), frames
+    assert len({frame["id"] for frame in frames}) == len(frames), frames
+    ok("browser client: device state frames background (hidden), active (visible), idle (3 s without input), active "
+       "(a key), each sent once, with an id, nothing for repeated events")
+
+    # A reconnect is a new device, `active` on the server: a hidden page says `background` again, a visible one nothing.
+    before = sent()
+    driver.execute_script("setHidden(true)")
+    WebDriverWait(driver, 10).until(lambda d: sent() == before + ["background"])
+    server.append(("hidden, after a reconnect", "background", "away", step(
+        "window.erinClient._socket.close(4001, 'test drop')", before + ["background", "background"],
+        "a reconnect while hidden re-sends background", timeout=15)))
+    assert driver.execute_script("return window.erinLog.welcomes") == 2
+    driver.execute_script("setHidden(false)")
+    WebDriverWait(driver, 10).until(lambda d: sent() == before + ["background", "background", "active"])
+    before = sent()
+    # A key first, so that the idle time does not run out during the reconnect.
+    step("document.body.dispatchEvent(new KeyboardEvent('keydown', { bubbles: true }));"
+         "window.erinClient._socket.close(4001, 'test drop')", before, "a reconnect while active sends nothing")
+    WebDriverWait(driver, 15).until(lambda d: d.execute_script("return window.erinLog.welcomes") == 3)
+    time.sleep(0.5)
+    assert sent() == before, sent()
+    ok("browser client: after a reconnect, background is sent again while hidden, and nothing while active")
+
+    # setDeviceState by hand: sent when it changes, answered with the reply; an unknown state is refused locally.
+    manual = driver.execute_async_script(
+        """
+        const done = arguments[arguments.length - 1];
+        (async () => {
+          const client = window.erinClient;
+          const out = {};
+          try { out.first = await client.setDeviceState("idle"); } catch (e) { out.first = `error ${e.code}`; }
+          out.again = await client.setDeviceState("idle");
+          try { await client.setDeviceState("sleeping"); } catch (e) { out.unknown = e.name; }
+          out.state = client.deviceState;
+          done(out);
+        })();
+        """
+    )
+    assert manual["again"] is None and manual["unknown"] == "TypeError" and manual["state"] == "idle", manual
+    assert sent() == before + ["idle"], sent()
+    changes = driver.execute_script("return window.erinLog.changes")
+    assert changes == ["background", "active", "idle", "active", "background", "active", "idle"], changes
+    ok("browser client: setDeviceState by hand sends a change once, refuses an unknown state, emits deviceState")
+    driver.execute_script("window.erinClient.close(); delete document.visibilityState; "
+                          "document.dispatchEvent(new Event('visibilitychange'))")
+
+    # The server's side (SPEC §10.4, §10.1): each state shown in erin's onlineDevices, and automatic away.
+    replies = driver.execute_script("return window.erinLog.replies")
+    refused = sorted({reply for reply in replies.values() if reply != "ok"})
+    assert not refused, f"statusd refused setDeviceState: {refused}"
+    assert manual["first"] is not None and not str(manual["first"]).startswith("error"), manual
+    for what, state, availability, seen in server:
+        devices = seen.get("onlineDevices") or []
+        assert [d.get("state") for d in devices if d["deviceId"] == "erin-web"] == [state], (what, seen)
+        assert seen.get("availability") == availability, (what, seen)
+    ok("statusd: erin's onlineDevices show each state the client sent (background, active, idle, and background after a "
+       "reconnect) and she is away exactly while no device is active")
+
+
 APP_PAGE = """<!doctype html>
 <meta charset="utf-8"><title>an app using statusd</title>
 <ul id="events"></ul><p id="state"></p>
@@ -315,7 +505,9 @@ def main():
         api_key = driver.execute_script("return sessionStorage.getItem('statusd.apiKey.console-demo')")
         assert api_key and api_key.startswith("sk_"), api_key
         watch_flow(driver, api_key)
+        views_flow(driver, api_key)
         client_flow(driver, api_key)
+        device_state_flow(driver, api_key)
         app_page_flow(driver, api_key)
         # The deliberate refusals above (401, 409, 400, the refused WebSocket) are logged as network errors; any
         # other error, a script error above all, fails the run.

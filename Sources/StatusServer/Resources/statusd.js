@@ -218,8 +218,8 @@ export class StatusClient {
    * app that drives the state itself turns both options off. Sent only when it differs from what the server holds,
    * and again after every reconnect unless it is `active`.
    * @param {DeviceState} state
-   * @returns {Promise<UserStatus | null>} the server's reply, or null when nothing was sent (unchanged, or not
-   *   connected: it is sent after the next welcome).
+   * @returns {Promise<object | null>} the reply's result, or null when nothing was sent (unchanged, or not connected:
+   *   it is sent after the next welcome).
    */
   setDeviceState(state) {
     if (!DEVICE_STATES.includes(state)) return Promise.reject(new TypeError(`unknown device state ${state}`));
