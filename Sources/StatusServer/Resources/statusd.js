@@ -342,10 +342,11 @@ export class StatusClient {
     if (typeof welcome.resume === "string") this.resumeToken = welcome.resume;
     this._attempt = 0;
     if (welcome.status) this._fresh(welcome.status);
+    // Every connect is a new device to the server, which starts it `active` (set before the `state` callbacks, which
+    // may call setDeviceState); a page that is hidden or idle says so right after.
+    this._serverDeviceState = "active";
     this._setState("open");
     this._startHeartbeat(welcome.heartbeatSeconds);
-    // Every connect is a new device to the server, which starts it `active`: a page that is hidden or idle says so.
-    this._serverDeviceState = "active";
     this._sendDeviceState();
     this._emit("welcome", welcome);
     if (this._firstConnect) {
