@@ -353,6 +353,9 @@ def device_state_flow(driver, api_key):
     def sent():
         return driver.execute_script("return window.erinLog.sent")
 
+    def wait_replies():
+        WebDriverWait(driver, 10).until(lambda d: None not in d.execute_script("return Object.values(window.erinLog.replies)"))
+
     def step(script, expected, what, timeout=10):
         """Runs script in the page, waits for exactly the setDeviceState frames expected and their replies, then
         reads erin's own view with the backend detail query."""
@@ -361,7 +364,7 @@ def device_state_flow(driver, api_key):
             WebDriverWait(driver, timeout).until(lambda d: sent() == expected)
         except Exception:
             raise AssertionError(f"{what}: sent {sent()}, expected {expected}")
-        WebDriverWait(driver, 10).until(lambda d: None not in d.execute_script("return Object.values(window.erinLog.replies)"))
+        wait_replies()
         time.sleep(0.3)  # nothing more is sent
         assert sent() == expected, (what, sent(), expected)
         _, answer = api("POST", "/v1/apps/console-demo/status/query", {"userIds": ["erin"], "detail": True}, key=api_key)
@@ -391,12 +394,14 @@ def device_state_flow(driver, api_key):
     before = sent()
     driver.execute_script("setHidden(true)")
     WebDriverWait(driver, 10).until(lambda d: sent() == before + ["background"])
+    wait_replies()  # answered before the socket drops
     server.append(("hidden, after a reconnect", "background", "away", step(
         "window.erinClient._socket.close(4001, 'test drop')", before + ["background", "background"],
         "a reconnect while hidden re-sends background", timeout=15)))
     assert driver.execute_script("return window.erinLog.welcomes") == 2
     driver.execute_script("setHidden(false)")
     WebDriverWait(driver, 10).until(lambda d: sent() == before + ["background", "background", "active"])
+    wait_replies()
     before = sent()
     # A key first, so that the idle time does not run out during the reconnect.
     step("document.body.dispatchEvent(new KeyboardEvent('keydown', { bubbles: true }));"

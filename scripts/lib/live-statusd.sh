@@ -22,7 +22,11 @@ live_stop() {
         kill -KILL "$LIVE_STATUSD_PID" 2>/dev/null || true
     fi
     if [ -n "${LIVE_DIR:-}" ] && [ -f "$LIVE_DIR/redis.pid" ]; then
-        kill "$(cat "$LIVE_DIR/redis.pid")" 2>/dev/null || true
+        local redis_pid
+        redis_pid=$(cat "$LIVE_DIR/redis.pid")
+        kill "$redis_pid" 2>/dev/null || true
+        # redis-server reopens its log file for every line: removing the directory while it logs its shutdown fails.
+        for _ in $(seq 1 50); do kill -0 "$redis_pid" 2>/dev/null || break; sleep 0.1; done
     fi
     if [ -n "${LIVE_DIR:-}" ] && [ -z "${LIVE_KEEP:-}" ]; then rm -rf "$LIVE_DIR"; fi
 }
