@@ -195,13 +195,14 @@ def views_flow(driver, api_key):
     wait.until(lambda d: cell("own", "statusType") == "online" and cell("public", "statusType") == "offline")
     assert cell("own", "availability") == "invisible" and cell("public", "availability") == "", cell("public", "availability")
     assert cell("own", "customStatus") == "in a meeting" and cell("public", "customStatus") == "", cell("public", "customStatus")
-    assert cell("own", "onlineDevices").startswith("phone-1 (ios"), cell("own", "onlineDevices")
+    # A backend-driven device that passed no state is `active` (SPEC §10.4); the detail query lists it.
+    assert cell("own", "onlineDevices") == "phone-1 (ios, active)", cell("own", "onlineDevices")
     assert cell("public", "onlineDevices") in ("", "not listed"), cell("public", "onlineDevices")
     assert differs("statusType") and differs("customStatus") and differs("availability")
     status, observer = api("GET", "/v1/apps/console-demo/users/console-observer", key=api_key)
     assert status == 200, observer
-    ok("console: invisible alice side by side: own view online, invisible, 'in a meeting', phone-1; public view offline, "
-       "none of it")
+    ok("console: invisible alice side by side: own view online, invisible, 'in a meeting', phone-1 (ios, active); public "
+       "view offline, none of it")
 
     # Visible again: the next poll shows her online in both columns, with her custom status.
     assert api("PUT", "/v1/apps/console-demo/users/alice/status", {"availability": "available"}, key=api_key)[0] == 200
