@@ -218,6 +218,7 @@ def views_flow(driver, api_key):
     set_value(driver, "views-user", "nobody-here")
     driver.find_element(By.ID, "views-button").click()
     wait_text(driver, "views-error", lambda t: "nobody-here: USER_NOT_FOUND" in t, "an unknown user")
+    assert not driver.find_element(By.ID, "views-table").is_displayed(), "alice's views stay on screen for nobody-here"
     set_value(driver, "views-user", "console-observer")
     driver.find_element(By.ID, "views-button").click()
     wait_text(driver, "views-error", lambda t: "the observer must be another user" in t, "the observer itself")
