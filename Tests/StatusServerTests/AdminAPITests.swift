@@ -12,6 +12,7 @@ import Testing
         "subscriptionLimit": 200, "subscribeBatchLimit": 100, "queryBatchLimit": 500, "rateLimit": ["calls": 20, "windowSeconds": 5],
         "heartbeatTimeoutSeconds": 400, "subscriptionRetentionSeconds": 86_400, "webhook": nil, "maxDevicesPerUser": 10, "allowedOrigins": nil,
         "loginPolicy": "multi", "lastSeenPrivacy": "everyone", "connectRateLimit": ["calls": 30, "windowSeconds": 60],
+        "offlineGraceSeconds": 0,
     ]
 
     static func freshAppId() -> String {
