@@ -253,9 +253,10 @@ def templates(api):
         ("backend-query", "POST", srv(("status", None), ("query", None)), "", "app",
          {"userIds": ["alice", "bob"], "detail": True}, ""),
         ("device-login", "POST", srv(("users", None), U("bob"), ("devices", None), D("phone-1"), ("login", None)), "",
-         "app", {"platform": "ios"}, ""),
+         "app", {"platform": "ios", "state": "active"}, ""),
         ("device-heartbeat", "POST",
-         srv(("users", None), U("bob"), ("devices", None), D("phone-1"), ("heartbeat", None)), "", "app", {}, ""),
+         srv(("users", None), U("bob"), ("devices", None), D("phone-1"), ("heartbeat", None)), "", "app",
+         {"state": "idle"}, ""),
         ("device-logout", "POST",
          srv(("users", None), U("carol"), ("devices", None), D("tab-1"), ("logout", None)), "", "app", {}, ""),
         ("kick", "POST", srv(("users", None), U("carol"), ("kick", None)), "", "app", {"deviceId": "tab-1"}, ""),
@@ -1256,7 +1257,7 @@ class WsConn:
 
 
 class WsFuzz:
-    OPS = ["getUserStatus", "setSelfStatus", "subscribeUserStatus", "unsubscribeUserStatus", "heartbeat"]
+    OPS = ["getUserStatus", "setSelfStatus", "subscribeUserStatus", "unsubscribeUserStatus", "heartbeat", "setDeviceState"]
     # (kind, weight): frames the server must answer come more often than those that end the session
     KINDS = [("valid", 8), ("garbage", 8), ("fragmented", 3), ("ping", 1), ("pong", 1), ("near-limit", 1),
              ("long-length-form", 1), ("binary", 1), ("bytes", 1), ("logout", 0.5), ("unmasked", 1), ("rsv", 1),
@@ -1301,6 +1302,8 @@ class WsFuzz:
         msg = {"id": rid, "op": op}
         if op == "setSelfStatus":
             msg["customStatus"] = rng.choice(["ws fuzz", "", None, "é" * 20])
+        elif op == "setDeviceState":
+            msg["state"] = rng.choice(["active", "idle", "background"])
         elif op != "heartbeat":
             msg["userIds"] = rng.sample(["bob", "carol", "alice", "nobody", WS_USER], rng.randint(1, 3))
         return msg
