@@ -119,13 +119,17 @@ import Testing
         try await withStatusd { api in
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["alice"])
-            expectError(try await app.call(.post, "/users/alice/devices/tv/login", ["platform": "web", "state": "asleep"]), 400, "INVALID_REQUEST")
+            for bad: JSONValue in ["asleep", nil, 1, "IDLE"] {
+                expectError(try await app.call(.post, "/users/alice/devices/tv/login", ["platform": "web", "state": bad]), 400, "INVALID_REQUEST")
+            }
             #expect(try await app.ownStatus("alice")["statusType"] == "unlogined")
             let login = expectOK(try await app.call(.post, "/users/alice/devices/tv/login", ["platform": "web", "state": "background"]))
             #expect(login["onlineDevices"] == [["deviceId": "tv", "platform": "web", "state": "background"]])
             #expect(login["availability"] == "away")
             let version = try #require(login["version"].int)
-            expectError(try await app.call(.post, "/users/alice/devices/tv/heartbeat", ["state": "sleepy"]), 400, "INVALID_REQUEST")
+            for bad: JSONValue in ["sleepy", nil, true] {
+                expectError(try await app.call(.post, "/users/alice/devices/tv/heartbeat", ["state": bad]), 400, "INVALID_REQUEST")
+            }
             expectError(try await app.call(.post, "/users/alice/devices/tv/heartbeat", ["mood": "idle"]), 400, "INVALID_REQUEST")
             let same = expectOK(try await app.call(.post, "/users/alice/devices/tv/heartbeat"))
             #expect(same["version"].int == version && same["onlineDevices"][0]["state"] == "background")

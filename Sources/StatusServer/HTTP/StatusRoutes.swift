@@ -56,13 +56,38 @@ struct StatusRoutes: Sendable {
     struct Login: JSONRequestBody, Sendable {
         static let members: StrictJSON.Members? = StrictJSON.Members(["platform", "state"])
         var platform: String
-        var state: String?
+        var state: DeviceState?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: DeviceStateKey.self)
+            platform = try container.decode(String.self, forKey: .platform)
+            state = try DeviceStateKey.state(in: container)
+        }
     }
 
     /// The body of a heartbeat, which may be absent: `state` reports the device's (SPEC §10.4, unchanged when absent).
     struct HeartbeatBody: JSONRequestBody, Sendable {
         static let members: StrictJSON.Members? = StrictJSON.Members(["state"])
-        var state: String?
+        var state: DeviceState?
+
+        init(from decoder: any Decoder) throws {
+            state = try DeviceStateKey.state(in: try decoder.container(keyedBy: DeviceStateKey.self))
+        }
+    }
+
+    /// The members of the bodies that carry a device's state.
+    enum DeviceStateKey: String, CodingKey {
+        case platform
+        case state
+
+        /// `state` when present; `null` or an unknown value is `INVALID_REQUEST` (a wrong value, not "left out").
+        static func state(in container: KeyedDecodingContainer<DeviceStateKey>) throws -> DeviceState? {
+            guard container.contains(.state) else { return nil }
+            guard let name = try? container.decode(String.self, forKey: .state) else {
+                throw StatusError(.invalidRequest, "state must be one of active, idle, background")
+            }
+            return try DeviceState.parse(name)
+        }
     }
 
     /// The body of a kick.
@@ -139,7 +164,7 @@ struct StatusRoutes: Sendable {
             let (app, userId, deviceId) = try await device(request, context)
             let body = try await RequestBody.decode(Login.self, from: request)
             let platform = try Platform.parse(body.platform)
-            let state = try body.state.map(DeviceState.parse) ?? .active
+            let state = body.state ?? .active
             let status = try await presence.connect(
                 app: app,
                 userId: userId,
@@ -154,7 +179,7 @@ struct StatusRoutes: Sendable {
         app.post("users/:userId/devices/:deviceId/heartbeat") { request, context in
             let (app, userId, deviceId) = try await device(request, context)
             let body = try await RequestBody.decodeIfPresent(HeartbeatBody.self, from: request)
-            let state = try body?.state.map(DeviceState.parse)
+            let state = body?.state
             return EncodedJSONResponse(try await presence.heartbeat(app: app, userId: userId, deviceId: deviceId, state: state))
         }
         app.post("users/:userId/devices/:deviceId/logout") { request, context in

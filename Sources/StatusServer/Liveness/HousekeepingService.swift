@@ -33,31 +33,29 @@ struct HousekeepingService: Service {
     var renewalPeriod: Duration { .milliseconds(services.nodeDevices.leaseSeconds * 1000 / 3) }
 
     func run() async throws {
-        // Lease renewals left during which live sessions are checked against Redis after a lost lease.
-        let refileChecks = RefileChecks()
+        // Shared by the two loops: the lease loop feeds it renewals, the work loop asks it whether to re-file.
+        let lease = SharedLease(NodeLeaseState(period: renewalPeriod))
         // Graceful shutdown cancels both loops at once (mid-sleep too), then the node leaves.
         try? await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
-                group.addTask { await renewLease(refileChecks: refileChecks) }
-                group.addTask { await doWork(refileChecks: refileChecks) }
+                group.addTask { await renewLease(lease) }
+                group.addTask { await doWork(lease) }
             }
         }
         await guarded("leaving") { try await services.nodeDevices.leave() }
     }
 
     /// The lease loop: renews on a fixed cadence, whatever the work loop is doing.
-    private func renewLease(refileChecks: RefileChecks) async {
+    private func renewLease(_ lease: SharedLease) async {
         let registry = services.nodeDevices
         let period = renewalPeriod
-        var lastRenewal: ContinuousClock.Instant?
         var next = ContinuousClock.now
         while !Task.isCancelled {
             await guarded("lease renewal") {
-                if try await registry.renew() == .lost { refileChecks.value.store(3, ordering: .relaxed) }
+                let outcome = try await registry.renew()
                 let now = ContinuousClock.now
-                let lag = lastRenewal.map { max(.zero, now - $0 - period) } ?? .zero
-                Metrics.leaseRenewalLag.record(Double(lag.inMilliseconds) / 1000)
-                lastRenewal = now
+                let renewed = lease.state.withLock { $0.renewed(outcome, at: now) }
+                Metrics.leaseRenewalLag.record(Double(renewed.lag.inMilliseconds) / 1000)
             }
             next = max(next + period, ContinuousClock.now)
             try? await Task.sleep(until: next)
@@ -65,7 +63,7 @@ struct HousekeepingService: Service {
     }
 
     /// The work loop.
-    private func doWork(refileChecks: RefileChecks) async {
+    private func doWork(_ lease: SharedLease) async {
         let tick = services.configuration.housekeepingInterval
         let ticksPerSecond = max(1, Int(Duration.seconds(1) / tick))
         let leaseEvery = max(1, Int(renewalPeriod / tick))
@@ -76,8 +74,7 @@ struct HousekeepingService: Service {
                 await guarded("dead node cleanup") { try await cleanUpDeadNodes() }
                 await guarded("own device reconciliation") { try await fileUnfiledDepartures() }
                 await guarded("unfinished app deletions") { try await services.apps.finishUnfinishedDeletions() }
-                if refileChecks.value.load(ordering: .relaxed) > 0 {
-                    refileChecks.value.subtract(1, ordering: .relaxed)
+                if lease.state.withLock({ $0.takeRefileCheck() }) {
                     await guarded("re-filing live sessions") { try await refileLiveSessions() }
                 }
                 index.pruneVersions()
@@ -208,8 +205,11 @@ struct HousekeepingService: Service {
     }
 }
 
-/// Lease periods left during which the work loop checks live sessions against Redis, set by the lease loop when it
-/// finds the lease had expired.
-private final class RefileChecks: Sendable {
-    let value = Atomic<Int>(0)
+/// The lease state both loops of the housekeeping share.
+private final class SharedLease: Sendable {
+    let state: Mutex<NodeLeaseState>
+
+    init(_ state: NodeLeaseState) {
+        self.state = Mutex(state)
+    }
 }
