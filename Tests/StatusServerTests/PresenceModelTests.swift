@@ -5,7 +5,8 @@ import Testing
 @testable import StatusServer
 
 /// A seeded, model-based test of SPEC §6 and §9 "nothing lost": random operations on both transports (devices
-/// connecting and dropping, status changes over HTTP and WebSocket, subscriptions, friendships, blocks, kicks) run in
+/// connecting and dropping, status changes over HTTP and WebSocket, availability, device states, subscriptions,
+/// friendships, blocks, kicks), with a one-second offline grace (SPEC §10.3) ending on its own between steps, run in
 /// bursts with no pause between an answer and the next step, against a live node and a real Redis. A model of SPEC §6
 /// says which devices must hear about whom; after each burst the test checks, within 3 s:
 ///
@@ -24,7 +25,7 @@ import Testing
         print("PresenceModelTests: seed \(seed), \(seconds) s (STATUSD_MODEL_SEED=\(seed) replays it)")
         let config: JSONValue = [
             "plan": "premium", "statusQuery": true, "friendStatusNotify": true, "rateLimit": ["calls": 10_000, "windowSeconds": 1],
-            "connectRateLimit": ["calls": 10_000, "windowSeconds": 1],
+            "connectRateLimit": ["calls": 10_000, "windowSeconds": 1], "offlineGraceSeconds": 1,
         ]
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: config)
@@ -92,7 +93,7 @@ struct ModelRun {
         let own = devices.filter { $0.value.user == user }.map(\.key).sorted()
         var before = try await versions()
         counter += 1
-        switch rng.below(10) {
+        switch rng.below(12) {
         case 0, 1:
             let key = "\(user)/d\(rng.below(2))"
             if let existing = devices[key] {
@@ -156,6 +157,17 @@ struct ModelRun {
                 model.blocks.insert([user, other])
                 log.append("block \(user) \(other)")
             }
+        case 9:
+            // SPEC §10.4: a state that changes the shown availability (automatic away) is a change for everyone.
+            guard let key = own.first else { return }
+            let state = ["active", "idle", "background"][rng.below(3)]
+            let reply = try await devices[key]!.device.request("setDeviceState", ["state": .string(state)])
+            log.append("state \(key) \(state) ok=\(reply["ok"])")
+        case 10:
+            // SPEC §10.1 / §10.5: invisible is a public change to offline, and back.
+            let availability = ["available", "busy", "invisible"][rng.below(3)]
+            _ = try await app.call(.put, "/users/\(user)/status", ["availability": .string(availability)])
+            log.append("availability \(user) \(availability)")
         default:
             guard let key = own.last else { return }
             _ = try await app.call(.post, "/users/\(user)/kick", ["deviceId": .string(String(key.dropFirst(3)))])
