@@ -135,7 +135,7 @@ class Api:
             while self.call("POST", "/v1/apps", {"appId": app}, key="admin", ok=None)[0] == 409:
                 if self.call("GET", f"/v1/apps/{app}", key="admin", ok=None)[0] == 200 or time.monotonic() > deadline:
                     break
-                time.sleep(0.2)  # still being deleted (README: 409 APP_EXISTS until the deletion is finished)
+                time.sleep(0.2)  # still being deleted (docs/api.md: 409 APP_EXISTS until the deletion is finished)
         self.call("PATCH", "/v1/apps/demo/config", self.demo_config, key="admin")
         self.call("PATCH", "/v1/apps/scratch/config", self.scratch_config, key="admin", ok=None)
         base = "/v1/apps/demo/users"
@@ -181,7 +181,7 @@ class Api:
         code, q = self.call("POST", "/v1/apps/demo/status/query", {"userIds": USERS, "detail": True}, ok=None)
         if code == 200:
             for s in q.get("statuses", []):
-                s.pop("lastActiveAt", None)  # moves with every operation of an online user (README)
+                s.pop("lastActiveAt", None)  # moves with every operation of an online user (docs/api.md)
         snap["statuses"] = (code, q)
         base = "/v1/apps/demo/users"
         for u in USERS:
@@ -1162,7 +1162,7 @@ def slow_probes(args, api, findings, stats):
             findings.add("408", name, f"probe {name}",
                          f"closed after {took:.1f} s without the 408 REQUEST_TIMEOUT SPEC §7 wants", data)
         elif name == "pipelined-partial":
-            # Known limit, documented in the README: a second request begun in the same read as a complete first one
+            # Known limit, documented in docs/api.md: a second request begun in the same read as a complete first one
             # is not timed (NIO's decoder does not say that it holds part of one); the idle timeout closes it.
             results[name] = f"known limit: first answered, the partial second open after {took:.1f} s"
         else:
@@ -1576,7 +1576,7 @@ class WsFuzz:
                 result = self.ping_check(conn, where, state)
                 if result == "pong":
                     self.fail("ws-protocol", state["protocol_error"], where,
-                                      f"{state['protocol_error']}: the socket stays open (README: close 1002/1007/"
+                                      f"{state['protocol_error']}: the socket stays open (docs/api.md: close 1002/1007/"
                                       "1009)", log[-1][1])
                 elif result == "silent":
                     self.fail("ws-hang", state["protocol_error"], where,
