@@ -29,7 +29,8 @@ import Testing
         }
     }
 
-    @Test func allDevicesIdleIsAutomaticAwayForEveryoneAndActiveEndsIt() async throws {
+    /// bob watches alice, whose phone is connected; `body` runs once bob heard her come online.
+    private func watchingAlicesPhone(_ body: @escaping @Sendable (APIClient, Int, TestDevice, TestDevice) async throws -> Void) async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["alice", "bob"])
@@ -37,81 +38,69 @@ import Testing
             let port = try #require(api.client.port)
             try await app.withDevice(port: port, userId: "bob", DeviceOptions(deviceId: "bob-1")) { watcher, _ in
                 try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { phone, _ in
-                    try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "desk")) { desk, welcome in
-                        _ = try await watcher.nextStatus(of: "alice")
-                        let version = try #require(welcome["status"]["version"].int)
-                        // One device idle, the other active: no change for anyone else.
-                        let first = try await phone.request("setDeviceState", ["state": "idle"])
-                        #expect(first["result"]["version"].int == version && first["result"]["availability"] == "available")
-                        let own = try await desk.next {
-                            $0["event"] == "onUserStatusChanged" && $0["statuses"][0]["onlineDevices"].array.contains { $0["state"] == "idle" }
-                        }
-                        #expect(own["statuses"][0]["version"].int == version)
-                        #expect(try await watcher.statusEvents(of: "alice").isEmpty)
-                        // Both idle: away, as a change.
-                        let second = try await desk.request("setDeviceState", ["state": "background"])
-                        #expect(second["result"]["version"].int == version + 1 && second["result"]["availability"] == "away")
-                        let away = try await watcher.nextStatus(of: "alice")
-                        #expect(away["availability"] == "away" && away["statusType"] == "online")
-                        let seen = try await app.query("bob", ["alice"]).body["statuses"][0]
-                        #expect(seen["availability"] == "away")
-                        // Back at one of them: available again.
-                        let back = try await phone.request("setDeviceState", ["state": "active"])
-                        #expect(back["result"]["version"].int == version + 2 && back["result"]["availability"] == "available")
-                        #expect(try await watcher.nextStatus(of: "alice")["availability"] == "available")
-                    }
+                    _ = try await watcher.nextStatus(of: "alice")
+                    try await body(app, port, watcher, phone)
                 }
+            }
+        }
+    }
+
+    @Test func allDevicesIdleIsAutomaticAwayForEveryoneAndActiveEndsIt() async throws {
+        try await watchingAlicesPhone { app, port, watcher, phone in
+            try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "desk")) { desk, welcome in
+                let version = try #require(welcome["status"]["version"].int)
+                // One device idle, the other active: no change for anyone else.
+                let first = try await phone.request("setDeviceState", ["state": "idle"])
+                #expect(first["result"]["version"].int == version && first["result"]["availability"] == "available")
+                let own = try await desk.next {
+                    $0["event"] == "onUserStatusChanged" && $0["statuses"][0]["onlineDevices"].array.contains { $0["state"] == "idle" }
+                }
+                #expect(own["statuses"][0]["version"].int == version)
+                #expect(try await watcher.statusEvents(of: "alice").isEmpty)
+                // Both idle: away, as a change.
+                let second = try await desk.request("setDeviceState", ["state": "background"])
+                #expect(second["result"]["version"].int == version + 1 && second["result"]["availability"] == "away")
+                let away = try await watcher.nextStatus(of: "alice")
+                #expect(away["availability"] == "away" && away["statusType"] == "online")
+                let seen = try await app.query("bob", ["alice"]).body["statuses"][0]
+                #expect(seen["availability"] == "away")
+                // Back at one of them: available again.
+                let back = try await phone.request("setDeviceState", ["state": "active"])
+                #expect(back["result"]["version"].int == version + 2 && back["result"]["availability"] == "available")
+                #expect(try await watcher.nextStatus(of: "alice")["availability"] == "available")
             }
         }
     }
 
     @Test func aNewDeviceEndsAutomaticAwayAndAChosenAvailabilityIsNotOverridden() async throws {
-        try await withStatusd(.live) { api in
-            let app = try await api.createApp(config: premiumConfig)
-            try await app.createUsers(["alice", "bob"])
-            expectOK(try await app.subscribe("bob", ["alice"]))
-            let port = try #require(api.client.port)
-            try await app.withDevice(port: port, userId: "bob", DeviceOptions(deviceId: "bob-1")) { watcher, _ in
-                try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { phone, _ in
-                    _ = try await watcher.nextStatus(of: "alice")
-                    _ = try await phone.request("setDeviceState", ["state": "idle"])
-                    #expect(try await watcher.nextStatus(of: "alice")["availability"] == "away")
-                    try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "desk")) { _, welcome in
-                        #expect(welcome["status"]["availability"] == "available")
-                        let shown = try await watcher.nextStatus(of: "alice")
-                        #expect(shown["availability"] == "available")
-                    }
-                    // The desk left: the phone alone is idle again, so away again.
-                    #expect(try await watcher.nextStatus(of: "alice")["availability"] == "away")
-                    // busy is the user's choice: idle devices do not turn it into away, nor is a state change heard.
-                    _ = try await phone.request("setSelfStatus", ["availability": "busy"])
-                    #expect(try await watcher.nextStatus(of: "alice")["availability"] == "busy")
-                    _ = try await phone.request("setDeviceState", ["state": "active"])
-                    _ = try await phone.request("setDeviceState", ["state": "background"])
-                    #expect(try await watcher.statusEvents(of: "alice").isEmpty)
-                    #expect(try await app.query("bob", ["alice"]).body["statuses"][0]["availability"] == "busy")
-                }
+        try await watchingAlicesPhone { app, port, watcher, phone in
+            _ = try await phone.request("setDeviceState", ["state": "idle"])
+            #expect(try await watcher.nextStatus(of: "alice")["availability"] == "away")
+            try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "desk")) { _, welcome in
+                #expect(welcome["status"]["availability"] == "available")
+                let shown = try await watcher.nextStatus(of: "alice")
+                #expect(shown["availability"] == "available")
             }
+            // The desk left: the phone alone is idle again, so away again.
+            #expect(try await watcher.nextStatus(of: "alice")["availability"] == "away")
+            // busy is the user's choice: idle devices do not turn it into away, nor is a state change heard.
+            _ = try await phone.request("setSelfStatus", ["availability": "busy"])
+            #expect(try await watcher.nextStatus(of: "alice")["availability"] == "busy")
+            _ = try await phone.request("setDeviceState", ["state": "active"])
+            _ = try await phone.request("setDeviceState", ["state": "background"])
+            #expect(try await watcher.statusEvents(of: "alice").isEmpty)
+            #expect(try await app.query("bob", ["alice"]).body["statuses"][0]["availability"] == "busy")
         }
     }
 
     @Test func anInvisibleUsersStatesAreNoPublicChange() async throws {
-        try await withStatusd(.live) { api in
-            let app = try await api.createApp(config: premiumConfig)
-            try await app.createUsers(["alice", "bob"])
-            expectOK(try await app.subscribe("bob", ["alice"]))
-            let port = try #require(api.client.port)
-            try await app.withDevice(port: port, userId: "bob", DeviceOptions(deviceId: "bob-1")) { watcher, _ in
-                try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { phone, _ in
-                    _ = try await watcher.nextStatus(of: "alice")
-                    _ = try await phone.request("setSelfStatus", ["availability": "invisible"])
-                    let hidden = try await watcher.nextStatus(of: "alice")
-                    _ = try await phone.request("setDeviceState", ["state": "idle"])
-                    _ = try await phone.request("setDeviceState", ["state": "active"])
-                    #expect(try await watcher.statusEvents(of: "alice").isEmpty)
-                    #expect(try await app.query("bob", ["alice"]).body["statuses"][0] == hidden)
-                }
-            }
+        try await watchingAlicesPhone { app, _, watcher, phone in
+            _ = try await phone.request("setSelfStatus", ["availability": "invisible"])
+            let hidden = try await watcher.nextStatus(of: "alice")
+            _ = try await phone.request("setDeviceState", ["state": "idle"])
+            _ = try await phone.request("setDeviceState", ["state": "active"])
+            #expect(try await watcher.statusEvents(of: "alice").isEmpty)
+            #expect(try await app.query("bob", ["alice"]).body["statuses"][0] == hidden)
         }
     }
 
