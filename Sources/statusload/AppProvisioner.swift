@@ -19,7 +19,7 @@ struct AppProvisioner: Sendable {
 
     /// The app config the loader creates its app with.
     static func config(subscriptionsPerUser: Int, friendNotify: Bool, multiDeviceSync: Bool, offlineGraceSeconds: Int = 0) -> [String: Any] {
-        [
+        var config: [String: Any] = [
             "plan": "premium",
             "statusQuery": true,
             "friendStatusNotify": friendNotify,
@@ -28,8 +28,10 @@ struct AppProvisioner: Sendable {
             "rateLimit": ["calls": 100_000_000, "windowSeconds": 1],
             "connectRateLimit": ["calls": 100_000_000, "windowSeconds": 1],
             "heartbeatTimeoutSeconds": 3600,
-            "offlineGraceSeconds": offlineGraceSeconds,
         ]
+        // Named only when asked for, so that the loader also drives nodes that predate the flag.
+        if offlineGraceSeconds > 0 { config["offlineGraceSeconds"] = offlineGraceSeconds }
+        return config
     }
 
     func provision(appId: String, config: [String: Any], existingAPIKey: String?, users: [Int]) async throws -> ProvisionedApp {
