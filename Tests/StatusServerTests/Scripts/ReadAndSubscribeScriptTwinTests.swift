@@ -18,9 +18,9 @@ import Testing
     }
 
     @Test func aRefusedCallIsRateLimitedWithItsRetry() {
-        expectRateLimited(retryAfterMs: 250) { try QueryRateLimit.Reply(Canned.array([Canned.int(1), Canned.int(250)])) }
-        expectRateLimited(retryAfterMs: 1000) { try QueryRateLimit.Reply(Canned.array([Canned.int(1)])) }
-        expectRateLimited(retryAfterMs: 40) { try Unsubscribe.Reply(Canned.array([Canned.int(1), Canned.int(40)])) }
+        expectRateLimited(retryAfterMs: 250) { _ = try QueryRateLimit.Reply(Canned.array([Canned.int(1), Canned.int(250)])) }
+        expectRateLimited(retryAfterMs: 1000) { _ = try QueryRateLimit.Reply(Canned.array([Canned.int(1)])) }
+        expectRateLimited(retryAfterMs: 40) { _ = try Unsubscribe.Reply(Canned.array([Canned.int(1), Canned.int(40)])) }
     }
 
     @Test func queryRateLimitKeysFollowTheHeader() {
@@ -34,15 +34,15 @@ import Testing
     @Test func unsubscribe() throws {
         #expect(try Unsubscribe.Reply(Canned.array([Canned.int(0), Canned.text("a"), Canned.text("b")])).removed == ["a", "b"])
         #expect(try Unsubscribe.Reply(Canned.array([Canned.int(0)])).removed.isEmpty)
-        expectMalformed("unsubscribe.lua") { try Unsubscribe.Reply(Canned.array([])) }
-        expectMalformed("unsubscribe.lua") { try Unsubscribe.Reply(Canned.array([Canned.int(0), Canned.int(3)])) }
+        expectMalformed("unsubscribe.lua") { _ = try Unsubscribe.Reply(Canned.array([])) }
+        expectMalformed("unsubscribe.lua") { _ = try Unsubscribe.Reply(Canned.array([Canned.int(0), Canned.int(3)])) }
     }
 
     @Test func subscribe() throws {
         #expect(try Subscribe.Reply(Canned.array([Canned.text("old")])).evicted == ["old"])
         #expect(try Subscribe.Reply(Canned.array([])).evicted.isEmpty)
-        expectMalformed("subscribe.lua") { try Subscribe.Reply(Canned.array([Canned.array([])])) }
-        expectMalformed("subscribe.lua") { try Subscribe.Reply(Canned.int(0)) }
+        expectMalformed("subscribe.lua") { _ = try Subscribe.Reply(Canned.array([Canned.array([])])) }
+        expectMalformed("subscribe.lua") { _ = try Subscribe.Reply(Canned.int(0)) }
     }
 
     @Test func subscribeTargetAndUserActivity() throws {
@@ -59,8 +59,8 @@ import Testing
         #expect(try StatusReadCopy.Reply(.null).fields == nil)
         let fields = Canned.array(Array(repeating: .null, count: StatusRepository.readFields.count))
         #expect(try StatusReadCopy.Reply(fields).fields == fields)
-        expectMalformed("status_read_copy.lua") { try StatusReadCopy.Reply(Canned.array([.null])) }
-        expectMalformed("status_read_copy.lua") { try StatusReadCopy.Reply(Canned.int(0)) }
+        expectMalformed("status_read_copy.lua") { _ = try StatusReadCopy.Reply(Canned.array([.null])) }
+        expectMalformed("status_read_copy.lua") { _ = try StatusReadCopy.Reply(Canned.int(0)) }
         #expect(StatusReadCopy.Arguments().strings == StatusRepository.readFields)
     }
 
@@ -68,8 +68,8 @@ import Testing
         let reply = try ProfilePut.Reply(Canned.array([Canned.int(1), Canned.text("1700000000000")]))
         #expect(reply.created)
         #expect(reply.createdAt == "1700000000000")
-        expectMalformed("profile_put.lua") { try ProfilePut.Reply(Canned.array([Canned.int(1)])) }
-        expectMalformed("profile_put.lua") { try ProfilePut.Reply(Canned.array([Canned.int(1), Canned.text("1"), Canned.text("2")])) }
+        expectMalformed("profile_put.lua") { _ = try ProfilePut.Reply(Canned.array([Canned.int(1)])) }
+        expectMalformed("profile_put.lua") { _ = try ProfilePut.Reply(Canned.array([Canned.int(1), Canned.text("1"), Canned.text("2")])) }
         let arguments = ProfilePut.Arguments(nowMs: 5, generation: "g", fields: [("name", "Ann"), ("role", "admin")])
         #expect(arguments.strings == ["5", "g", "name", "Ann", "role", "admin"])
     }

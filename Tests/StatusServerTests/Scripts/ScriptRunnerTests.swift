@@ -21,7 +21,7 @@ import Testing
         #expect(throws: StatusError.self) { try ScriptRunner.decode(SetCustomStatus.self, .error("USER_NOT_FOUND")) }
         #expect(throws: RedisClientError.self) { try ScriptRunner.decode(DevicesRemove.self, .error("ERR something else")) }
         // Handed to the twin itself, an error reply is a malformed reply.
-        expectMalformed("device_connect.lua") { try DeviceConnect.Reply(.error("TOKEN_REVOKED")) }
+        expectMalformed("device_connect.lua") { _ = try DeviceConnect.Reply(.error("TOKEN_REVOKED")) }
     }
 
     @Test func aSharedShapeIsNamedByItsScript() {

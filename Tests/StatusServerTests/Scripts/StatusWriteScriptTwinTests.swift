@@ -30,11 +30,11 @@ import Testing
         )
         #expect(unknownAvailability.previousAvailability == .available)
         #expect(unknownAvailability.change == StatusRepository.Change.none)
-        expectMalformed("set_custom_status.lua") { try SetCustomStatus.Reply(Canned.array([Canned.int(1), Canned.int(0)])) }
+        expectMalformed("set_custom_status.lua") { _ = try SetCustomStatus.Reply(Canned.array([Canned.int(1), Canned.int(0)])) }
         expectMalformed("set_custom_status.lua") {
             try SetCustomStatus.Reply(Canned.array([Canned.int(9), Canned.int(0), Canned.text(""), Canned.int(0)] + Canned.status))
         }
-        expectMalformed("set_custom_status.lua") { try SetCustomStatus.Reply(Canned.int(1)) }
+        expectMalformed("set_custom_status.lua") { _ = try SetCustomStatus.Reply(Canned.int(1)) }
         expectMalformed("set_custom_status.lua") {
             try SetCustomStatus.Reply(Canned.array([Canned.text("x"), Canned.int(0), Canned.text(""), Canned.int(0)] + Canned.status))
         }
@@ -63,9 +63,9 @@ import Testing
             Issue.record("expected nothing to clear")
             return
         }
-        expectMalformed("custom_status_expire.lua") { try CustomStatusExpire.Reply(Canned.array([])) }
-        expectMalformed("custom_status_expire.lua") { try CustomStatusExpire.Reply(Canned.array([Canned.int(1), Canned.int(1)])) }
-        expectMalformed("custom_status_expire.lua") { try CustomStatusExpire.Reply(Canned.array([Canned.int(0), Canned.int(1)])) }
+        expectMalformed("custom_status_expire.lua") { _ = try CustomStatusExpire.Reply(Canned.array([])) }
+        expectMalformed("custom_status_expire.lua") { _ = try CustomStatusExpire.Reply(Canned.array([Canned.int(1), Canned.int(1)])) }
+        expectMalformed("custom_status_expire.lua") { _ = try CustomStatusExpire.Reply(Canned.array([Canned.int(0), Canned.int(1)])) }
     }
 
     @Test func deviceConnect() throws {
@@ -88,17 +88,17 @@ import Testing
         expectMalformed("device_connect.lua") {
             try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.int(5), Canned.text("k1")]))
         }
-        expectMalformed("device_connect.lua") { try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.int(-1)])) }
-        expectMalformed("device_connect.lua") { try DeviceConnect.Reply(Canned.array([Canned.int(1)])) }
-        expectMalformed("device_connect.lua") { try DeviceConnect.Reply(.null) }
+        expectMalformed("device_connect.lua") { _ = try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.int(-1)])) }
+        expectMalformed("device_connect.lua") { _ = try DeviceConnect.Reply(Canned.array([Canned.int(1)])) }
+        expectMalformed("device_connect.lua") { _ = try DeviceConnect.Reply(.null) }
     }
 
     @Test func deviceStateReport() throws {
         let reply = try DeviceStateReport.Reply(Canned.array([Canned.int(1), Canned.int(2)] + Canned.status))
         #expect(reply.found)
         #expect(reply.change == .devices)
-        expectMalformed("device_state.lua") { try DeviceStateReport.Reply(Canned.array([Canned.int(1), Canned.int(2)])) }
-        expectMalformed("device_state.lua") { try DeviceStateReport.Reply(Canned.array([Canned.int(3), Canned.int(0)] + Canned.status)) }
+        expectMalformed("device_state.lua") { _ = try DeviceStateReport.Reply(Canned.array([Canned.int(1), Canned.int(2)])) }
+        expectMalformed("device_state.lua") { _ = try DeviceStateReport.Reply(Canned.array([Canned.int(3), Canned.int(0)] + Canned.status)) }
     }
 
     @Test func devicesRemove() throws {
@@ -111,8 +111,8 @@ import Testing
         #expect(reply.clearedCustomStatus)
         // A removed device whose record cannot be read is left out, as before.
         #expect(reply.removed.map(\.deviceId) == ["a"])
-        expectMalformed("devices_remove.lua") { try DevicesRemove.Reply(Canned.array([Canned.int(1), Canned.int(0), Canned.int(3)])) }
-        expectMalformed("devices_remove.lua") { try DevicesRemove.Reply(Canned.array([Canned.int(1), Canned.int(0)])) }
+        expectMalformed("devices_remove.lua") { _ = try DevicesRemove.Reply(Canned.array([Canned.int(1), Canned.int(0), Canned.int(3)])) }
+        expectMalformed("devices_remove.lua") { _ = try DevicesRemove.Reply(Canned.array([Canned.int(1), Canned.int(0)])) }
     }
 
     @Test func devicesRemoveKeysAndArgumentsFollowTheHeader() {
@@ -155,10 +155,10 @@ import Testing
             Issue.record("expected no grace")
             return
         }
-        expectMalformed("grace_end.lua") { try GraceEndScript.Reply(Canned.array([Canned.int(2)])) }
-        expectMalformed("grace_end.lua") { try GraceEndScript.Reply(Canned.array([Canned.int(2), Canned.text("soon")])) }
-        expectMalformed("grace_end.lua") { try GraceEndScript.Reply(Canned.array([Canned.int(3)])) }
-        expectMalformed("grace_end.lua") { try GraceEndScript.Reply(Canned.array([Canned.int(1), Canned.int(1)])) }
+        expectMalformed("grace_end.lua") { _ = try GraceEndScript.Reply(Canned.array([Canned.int(2)])) }
+        expectMalformed("grace_end.lua") { _ = try GraceEndScript.Reply(Canned.array([Canned.int(2), Canned.text("soon")])) }
+        expectMalformed("grace_end.lua") { _ = try GraceEndScript.Reply(Canned.array([Canned.int(3)])) }
+        expectMalformed("grace_end.lua") { _ = try GraceEndScript.Reply(Canned.array([Canned.int(1), Canned.int(1)])) }
     }
 
     @Test func presenceIndex() throws {
