@@ -64,11 +64,6 @@ struct StatusRepository: Sendable {
         return versions
     }
 
-    /// The fields of a user's status hash that a status read needs: its own (`t`, `cs`, `la`, `v`, `vt`), the read copy
-    /// of the profile and the devices (`pc`, `pr`, `pp`, `dp`; `lib.lua` `write_read_copy`), and what the views are made
-    /// of (SPEC §10.5: `av`, `pv`, `ht`, `hl`, `ce`, `pt`, `ai`; `lib.lua`).
-    static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp", "av", "pv", "ht", "hl", "ce", "pt", "ai"]
-
     /// The commands that read the statuses of `userIds`: one `HMGET` of ``readFields`` per user, each touching one
     /// user's keys only, so they can share a pipeline with other commands, or go to different shards. (Which of them
     /// are a viewer's friends is asked on the viewer's keys, by `query_rate_limit.lua`.)
@@ -133,53 +128,6 @@ struct StatusRepository: Sendable {
             }
         }
         return found
-    }
-
-    /// Decodes one `HMGET` of ``readFields``; nil when the hash has no read copy (`pc`).
-    static func decode(userId: String, fields reply: RedisValue, viewerIsFriend: Bool?) throws -> StoredStatus? {
-        if reply.isNull { return nil }
-        guard let fields = reply.array, fields.count == readFields.count else { throw StatusReplyError.malformed }
-        guard !fields[5].isNull else { return nil }
-        func text(_ index: Int) -> String? { fields[index].string.flatMap { $0.isEmpty ? nil : $0 } }
-        let record = StatusFields(
-            type: fields[0].string.flatMap(StatusType.init(rawValue:)) ?? .unlogined,
-            custom: text(1),
-            lastActive: fields[2].int,
-            version: fields[3].int ?? 0,
-            privacy: text(7),
-            availability: text(9),
-            publicVersion: fields[10].int,
-            hiddenType: text(11),
-            hiddenLastActive: fields[12].int,
-            expiresAt: fields[13].int,
-            autoAway: fields[15].string == "1"
-        ).record(userId: userId, devices: fields[8].bytes.map(onlineDevices) ?? [])
-        return StoredStatus(
-            record: record,
-            role: text(6),
-            versionTime: fields[4].int,
-            publicVersionTime: fields[14].int,
-            viewerIsFriend: viewerIsFriend
-        )
-    }
-
-    /// The devices of a read copy's `dp` (`deviceId platform[:state] ...`, `lib.lua` `device_word`), by deviceId; a
-    /// pair with an unknown platform or state is skipped, as in ``StatusReply``.
-    static func onlineDevices(_ words: [UInt8]) -> [OnlineDevice] {
-        guard !words.isEmpty else { return [] }
-        let parts = words.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
-        var devices: [OnlineDevice] = []
-        devices.reserveCapacity(parts.count / 2)
-        var index = 0
-        while index + 1 < parts.count {
-            let id = String(decoding: parts[index], as: UTF8.self)
-            if let device = StatusFields.device(id, word: String(decoding: parts[index + 1], as: UTF8.self)) {
-                devices.append(device)
-            }
-            index += 2
-        }
-        devices.sort { $0.deviceId < $1.deviceId }
-        return devices
     }
 
     /// What setSelfStatus did.

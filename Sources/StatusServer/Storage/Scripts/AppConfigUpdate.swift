@@ -20,17 +20,11 @@ enum AppConfigUpdate: StatusScript {
     }
 
     /// `1` written, `0` changed meanwhile, `-1` no such app.
-    enum Reply: Int64, ScriptReply {
+    enum Reply: Int64, ScriptOutcome {
         case written = 1
         case changedMeanwhile = 0
         case noSuchApp = -1
 
-        init(_ value: RedisValue) throws {
-            let raw = try ScriptReplyReader.integer(value, script: "app_config_update.lua")
-            guard let reply = Self(rawValue: raw) else {
-                throw StatusReplyError(script: "app_config_update.lua", problem: "unknown outcome \(raw)")
-            }
-            self = reply
-        }
+        static let script = "app_config_update.lua"
     }
 }

@@ -21,17 +21,11 @@ enum AppCreate: StatusScript {
     }
 
     /// `1` created, `0` exists, `-1` being deleted.
-    enum Reply: Int64, ScriptReply {
+    enum Reply: Int64, ScriptOutcome {
         case created = 1
         case exists = 0
         case beingDeleted = -1
 
-        init(_ value: RedisValue) throws {
-            let raw = try ScriptReplyReader.integer(value, script: "app_create.lua")
-            guard let reply = Self(rawValue: raw) else {
-                throw StatusReplyError(script: "app_create.lua", problem: "unknown outcome \(raw)")
-            }
-            self = reply
-        }
+        static let script = "app_create.lua"
     }
 }

@@ -66,3 +66,20 @@ struct FlagReply: ScriptReply, Equatable {
         }
     }
 }
+
+/// A script reply that is one integer naming one of a few outcomes (such as `1 created, 0 exists, -1 being deleted`):
+/// an enum of them, each with its integer as raw value.
+protocol ScriptOutcome: ScriptReply, RawRepresentable<Int64> {
+    /// The script's file, for errors.
+    static var script: String { get }
+}
+
+extension ScriptOutcome {
+    init(_ value: RedisValue) throws {
+        let raw = try ScriptReplyReader.integer(value, script: Self.script)
+        guard let outcome = Self(rawValue: raw) else {
+            throw StatusReplyError(script: Self.script, problem: "unknown outcome \(raw)")
+        }
+        self = outcome
+    }
+}
