@@ -23,16 +23,13 @@ final class RedisConnectionSlot: Sendable {
 
     private struct Storage {
         var state: State = .idle
-        var nextBackoff: TimeAmount = RedisConnectionSlot.initialBackoff
+        var backoff = Backoff()
         /// Requests waiting for the connection being opened, and how many commands they hold.
         var waiting: [RedisRequest] = []
         var waitingCount = 0
         /// A flush is queued for the end of this event-loop tick.
         var flushScheduled = false
     }
-
-    static let initialBackoff = TimeAmount.milliseconds(50)
-    static let maximumBackoff = TimeAmount.seconds(2)
 
     /// The loop the slot's state and its channel live on.
     let eventLoop: any EventLoop
@@ -175,7 +172,7 @@ final class RedisConnectionSlot: Sendable {
             self.logger.debug("Connected to redis", metadata: ["endpoint": "\(self.configuration.endpoint.logDescription)"])
             RedisClientMetrics.connects.increment()
             self.storage.value.state = .connected(channel)
-            self.storage.value.nextBackoff = Self.initialBackoff
+            self.storage.value.backoff.reset()
             self.backoffEnd.withLock { $0 = nil }
             channel.closeFuture.hop(to: self.eventLoop).assumeIsolated().whenComplete { _ in
                 if case .connected(let current) = self.storage.value.state, current === channel {
@@ -190,8 +187,7 @@ final class RedisConnectionSlot: Sendable {
             channel.flush()
         case .failure(let error):
             let reason = (error as? RedisClientError)?.message ?? "cannot connect to redis: \(error)"
-            let delay = self.storage.value.nextBackoff
-            self.storage.value.nextBackoff = min(delay * 2, Self.maximumBackoff)
+            let delay = self.storage.value.backoff.nextDelay()
             let end = NIODeadline.now() + delay
             self.storage.value.state = .backoff(until: end, reason: reason)
             self.backoffEnd.withLock { $0 = end }

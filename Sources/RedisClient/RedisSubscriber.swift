@@ -60,7 +60,7 @@ public final class RedisSubscriber: Sendable, Service {
 
     private func connectionLoop(control: SubscriberControl) async {
         let eventLoop = self.eventLoopGroup.next()
-        var delay = RedisConnectionSlot.initialBackoff
+        var backoff = Backoff()
         var failures = 0
         while !control.isStopped {
             let subscribed = LockedValue(false)
@@ -88,11 +88,11 @@ public final class RedisSubscriber: Sendable, Service {
                 break
             }
             if subscribed.withLock({ $0 }) {
-                delay = RedisConnectionSlot.initialBackoff
+                backoff.reset()
             }
+            let delay = backoff.nextDelay()
             self.logger.info("Redis subscription connection lost, reconnecting", metadata: ["delayMs": "\(delay.nanoseconds / 1_000_000)"])
             await control.sleep(for: delay, on: eventLoop)
-            delay = min(delay * 2, RedisConnectionSlot.maximumBackoff)
         }
     }
 

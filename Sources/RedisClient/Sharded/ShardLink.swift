@@ -17,7 +17,7 @@ final class ShardLink: @unchecked Sendable {
     private var connecting = false
     private var closed = false
     private var waiters: [String: [EventLoopPromise<Void>]] = [:]
-    private var backoff = TimeAmount.milliseconds(50)
+    private var backoff = Backoff()
     private var pingTimer: Scheduled<Void>?
     private var pingsUnanswered = 0
 
@@ -104,7 +104,7 @@ final class ShardLink: @unchecked Sendable {
                     channel.close(promise: nil)
                     return
                 }
-                self.backoff = .milliseconds(50)
+                self.backoff.reset()
                 self.channel = channel
                 self.write(self.state.connectionEstablished())
                 self.schedulePing()
@@ -135,8 +135,7 @@ final class ShardLink: @unchecked Sendable {
     }
 
     private func retryLater() {
-        let delay = self.backoff
-        self.backoff = min(self.backoff * 2, .seconds(2))
+        let delay = self.backoff.nextDelay()
         self.eventLoop.assumeIsolated().scheduleTask(in: delay) { self.connectIfNeeded() }
     }
 

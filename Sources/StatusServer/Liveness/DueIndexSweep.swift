@@ -33,7 +33,7 @@ struct DueIndexSweep: Sendable {
         handle: (AppRecord, String, String) async throws -> Outcome
     ) async throws {
         let redis = services.redis
-        let scripts = services.scripts
+        let runner = ScriptRunner(redis: redis, scripts: services.scripts)
         for appId in try await redis.send("SMEMBERS", apps).array?.compactMap(\.string) ?? [] {
             let key = index(RedisKeys(appId: appId))
             guard let app = try await services.apps.find(appId) else {
@@ -41,26 +41,23 @@ struct DueIndexSweep: Sendable {
                 if try await redis.send("EXISTS", key).int == 0 { _ = try await redis.send("SREM", apps, appId) }
                 continue
             }
-            let taken = try await redis.evalScript(
-                scripts.dueTake,
-                keys: [key],
-                arguments: [String(nowMs), String(Self.leaseMs), String(Self.batch)]
+            let taken = try await runner.run(
+                DueTake.self,
+                keys: .init(index: key),
+                arguments: .init(nowMs: nowMs, leaseMs: Self.leaseMs, limit: Self.batch)
             )
-            if case .error(let message) = taken { throw RedisClientError(kind: .server, message: message) }
-            let values = taken.array?.compactMap(\.string) ?? []
-            guard values.count >= 2 else { continue }
+            guard !taken.entries.isEmpty else { continue }
             var done: [String] = []
             var later: [[String]] = []
-            for pair in values.chunks(of: 2) where pair.count == 2 {
-                let userId = pair[pair.startIndex]
-                switch try await handle(app, userId, pair[pair.startIndex + 1]) {
+            for (userId, dueAt) in taken.entries {
+                switch try await handle(app, userId, dueAt) {
                 case .done: done.append(userId)
                 case .later(let dueAt): later.append(["ZADD", key, String(dueAt), userId])
                 }
             }
             // An entry put back is no longer at the lease's score, so due_done leaves it.
             _ = try await redis.pipeline(later)
-            _ = try await redis.evalScript(scripts.dueDone, keys: [key], arguments: [String(nowMs + Self.leaseMs)] + done)
+            _ = try await runner.run(DueDone.self, keys: .init(index: key), arguments: .init(leaseScore: nowMs + Self.leaseMs, userIds: done))
         }
     }
 }

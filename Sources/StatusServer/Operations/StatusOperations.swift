@@ -15,6 +15,8 @@ struct StatusOperations: Sendable {
     /// Which callers this node saw at their rate limit (their calls are admitted before their reads are sent).
     let hints = AdmissionHints()
 
+    private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
+
     /// The backend query's fixed batch limit (SPEC §7 `POST /status/query`).
     static let backendQueryLimit = 500
 
@@ -109,14 +111,13 @@ struct StatusOperations: Sendable {
         } else {
             // Only the caller: not counted, but activity while online (SPEC §2), recorded in the read's round trip;
             // reading their status tells whether they exist.
-            let replies = try await redis.pipeline(
-                script: scripts.userActivity,
-                keys: [RedisKeys(appId: app.appId).user(userId).status],
-                arguments: [],
+            let (_, replies) = try await runner.run(
+                UserActivity.self,
+                keys: .init(user: RedisKeys(appId: app.appId).user(userId)),
+                arguments: .init(),
                 then: StatusRepository.statusReads(appId: app.appId, userIds: ids)
             )
-            if case .error(let message) = replies[0] { throw RedisClientError(kind: .server, message: message) }
-            found = try await statuses.completed(StatusRepository.stored(userIds: ids, from: replies.dropFirst()), appId: app.appId)
+            found = try await statuses.completed(StatusRepository.stored(userIds: ids, from: replies), appId: app.appId)
             guard found[userId] != nil else { throw StatusError(.userNotFound, "user \(userId) not found") }
         }
         var result = StatusQueryResult(statuses: [], failures: [])
@@ -133,16 +134,8 @@ struct StatusOperations: Sendable {
     /// The most ids whose reads share the rate-limit check's round trip.
     static let pipelinedQueryLimit = 100
 
-    /// What `query_rate_limit.lua` answers for an accepted call, after its leading 0: the calls left in the window, the
-    /// count of blocked users, those users (either way of blocking), then one flag per asked user, 1 when they are the
-    /// caller's friend.
-    struct QueryAdmission: Equatable {
-        var callsLeft: Int
-        var blocked: Set<String>
-        /// For blocked users, their public version when the block began (SPEC §10.5).
-        var blockVersions: [String: Int64] = [:]
-        var friends: [Bool]
-    }
+    /// What `query_rate_limit.lua` answers for an accepted call (its twin ``QueryRateLimit``).
+    typealias QueryAdmission = QueryRateLimit.Admission
 
     /// subscribeUserStatus: premium + statusQuery, 1...subscribeBatchLimit ids, rate limited; per-id failures; the
     /// earliest subscriptions are evicted past subscriptionLimit in the same atomic step as the add.
@@ -157,12 +150,13 @@ struct StatusOperations: Sendable {
         // Then, in one round trip, each target's existence with its reverse-index entry, and its status: the version
         // the subscription starts from, and the reply's `statuses`.
         let keys = RedisKeys(appId: app.appId)
-        let marks = others.map { target in
-            ["EVALSHA", scripts.subscribeTarget.sha1, "2", keys.user(target).profile, keys.user(target).subscribers, userId]
+        let runner = self.runner
+        let marks = try others.map { target in
+            try runner.command(SubscribeTarget.self, keys: .init(target: keys.user(target)), arguments: .init(subscriber: userId))
         }
-        let replies = try await redis.pipelineLoadingScripts(
+        let replies = try await runner.pipeline(
             marks + StatusRepository.statusReads(appId: app.appId, userIds: others),
-            scripts: [scripts.subscribeTarget]
+            loading: [SubscribeTarget.self]
         )
         let found = try await statuses.completed(
             StatusRepository.stored(userIds: others, friends: admission.friends, from: replies.dropFirst(others.count)),
@@ -176,7 +170,7 @@ struct StatusOperations: Sendable {
                 result.failures.append(UserFailure(userId: id, code: .cannotSubscribeSelf))
                 continue
             }
-            let exists = replies[marked].int == 1
+            let exists = try ScriptRunner.decode(SubscribeTarget.self, replies[marked]).value
             marked += 1
             if exists, let stored = found[id] {
                 result.subscribed.append(id)
@@ -192,13 +186,11 @@ struct StatusOperations: Sendable {
         if !result.subscribed.isEmpty {
             let user = keys.user(userId)
             let config = app.config
-            let reply = try await redis.evalScript(
-                scripts.subscribe,
-                keys: [user.subscriptions, user.status],
-                arguments: [String(config.subscriptionLimit), retentionMs(config)] + result.subscribed
-            )
-            if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
-            result.evicted = reply.array?.compactMap(\.string) ?? []
+            result.evicted = try await runner.run(
+                Subscribe.self,
+                keys: .init(user: user),
+                arguments: .init(limit: config.subscriptionLimit, retentionMs: retentionMs(config), targets: result.subscribed)
+            ).evicted
         }
         // The nodes of the caller's devices start hearing the new targets when this reaches them; what the targets
         // changed meanwhile is caught up from `since` (FanoutService.catchUp), so no change after this call is lost.
@@ -239,17 +231,20 @@ struct StatusOperations: Sendable {
         asked: [String],
         then commands: [[String]] = []
     ) async throws -> (QueryAdmission, ArraySlice<RedisValue>) {
-        let user = RedisKeys(appId: app.appId).user(userId)
-        let keys = [user.rateLimit(operation), user.status, user.blocks, user.blockedBy, user.profile, user.friends, user.blockVersions]
-        let replies = try await redis.pipeline(
-            script: scripts.queryRateLimit,
-            keys: keys,
-            arguments: rateArguments(app.config) + asked,
-            then: commands
-        )
         let admission: QueryAdmission
+        let replies: ArraySlice<RedisValue>
         do {
-            admission = try QueryAdmission(try Self.admitted(replies[0]), asked: asked.count)
+            let reply: QueryRateLimit.Reply
+            (reply, replies) = try await runner.run(
+                QueryRateLimit.self,
+                keys: .init(user: RedisKeys(appId: app.appId).user(userId), operation: operation),
+                arguments: .init(rateLimit: RateLimitArguments(app.config.rateLimit), asked: asked),
+                then: commands
+            )
+            admission = reply.admission
+            guard admission.friends.count == asked.count else {
+                throw StatusReplyError(script: "query_rate_limit.lua", problem: "\(admission.friends.count) friend flags for \(asked.count) users")
+            }
         } catch let error as StatusError where error.code == .rateLimited {
             let retry = Duration.milliseconds(error.retryAfterMs ?? 1000)
             hints.record(appId: app.appId, userId: userId, operation: operation, callsLeft: nil, retryAfter: retry, now: .now)
@@ -257,7 +252,7 @@ struct StatusOperations: Sendable {
         }
         let window = Duration.seconds(app.config.rateLimit.windowSeconds)
         hints.record(appId: app.appId, userId: userId, operation: operation, callsLeft: admission.callsLeft, retryAfter: window, now: .now)
-        return (admission, replies.dropFirst())
+        return (admission, replies)
     }
 
     /// unsubscribeUserStatus: same gating, batch and rate limit as subscribe; an empty or missing list removes all.
@@ -267,13 +262,13 @@ struct StatusOperations: Sendable {
         _ = try RequestRules.batch(userIds ?? [], limit: app.config.subscribeBatchLimit, allowEmpty: true)
         try await users.requireExists(appId: app.appId, userId: userId)
         let user = RedisKeys(appId: app.appId).user(userId)
-        let reply = try await rateLimited(
-            scripts.unsubscribe,
-            keys: [user.subscriptions, user.rateLimit(.unsubscribe), user.status],
-            arguments: rateArguments(app.config) + [retentionMs(app.config)] + ids
+        let reply = try await runner.run(
+            Unsubscribe.self,
+            keys: .init(user: user),
+            arguments: .init(rateLimit: RateLimitArguments(app.config.rateLimit), retentionMs: retentionMs(app.config), targets: ids)
         )
         await bus.publish(.relationsChanged(appId: app.appId, userIds: [userId]))
-        return UnsubscribeResult(unsubscribed: reply.compactMap(\.string))
+        return UnsubscribeResult(unsubscribed: reply.removed)
     }
 
     /// The user's subscriptions, oldest first; the existence check and the read are one round trip.
@@ -345,33 +340,8 @@ struct StatusOperations: Sendable {
     /// The most users one listing page examines: four times its `limit`, and at least 100.
     static func listingBudget(limit: Int) -> Int { max(100, limit * 4) }
 
-    private func rateArguments(_ config: AppConfig) -> [String] {
-        [String(config.rateLimit.calls), String(Int64(config.rateLimit.windowSeconds) * 1000)]
-    }
-
-    private func retentionMs(_ config: AppConfig) -> String {
-        String(Int64(config.subscriptionRetentionSeconds) * 1000)
-    }
-
-    /// Runs a rate-limited script: `{0, values...}` is accepted, `{1, retryAfterMs}` becomes `RATE_LIMITED`.
-    private func rateLimited(_ script: RedisScript, keys: [String], arguments: [String]) async throws -> [RedisValue] {
-        try Self.admitted(try await redis.evalScript(script, keys: keys, arguments: arguments))
-    }
-
-    /// A rate-limited script's reply: the values after the `0` of an accepted call; `{1, retryAfterMs}` is thrown as
-    /// `RATE_LIMITED` and the script's `USER_NOT_FOUND` error as `USER_NOT_FOUND`.
-    private static func admitted(_ value: RedisValue) throws -> [RedisValue] {
-        if case .error(let message) = value {
-            if message.contains("USER_NOT_FOUND") { throw StatusError(.userNotFound, "user not found") }
-            throw RedisClientError(kind: .server, message: message)
-        }
-        let reply = value.array ?? []
-        guard let flag = reply.first?.int else { throw StatusReplyError.malformed }
-        if flag == 1 {
-            let retry = reply.count > 1 ? reply[1].int ?? 1000 : 1000
-            throw StatusError(.rateLimited, "too many calls, retry in \(retry) ms", retryAfterMs: retry)
-        }
-        return Array(reply.dropFirst())
+    private func retentionMs(_ config: AppConfig) -> Int64 {
+        Int64(config.subscriptionRetentionSeconds) * 1000
     }
 }
 
@@ -388,24 +358,5 @@ enum ListCursor {
         guard let data = Data(base64Encoded: base64), let userId = String(data: data, encoding: .utf8), Identifiers.isValidUserId(userId)
         else { throw StatusError(.invalidRequest, "invalid cursor") }
         return userId
-    }
-}
-
-extension StatusOperations.QueryAdmission {
-    /// Reads the reply that ``StatusOperations`` `admitted` left, refusing one whose counts do not add up.
-    init(_ reply: [RedisValue], asked: Int) throws {
-        guard reply.count >= 2, let left = reply[0].int, let wide = reply[1].int, wide >= 0, reply.count == 2 + 2 * Int(wide) + asked else {
-            throw StatusReplyError.malformed
-        }
-        let count = Int(wide)
-        callsLeft = Int(left)
-        let ids = reply[2..<(2 + count)].map { $0.string ?? "" }
-        blocked = Set(ids.filter { !$0.isEmpty })
-        var versions: [String: Int64] = [:]
-        for (id, version) in zip(ids, reply[(2 + count)..<(2 + 2 * count)]) {
-            if let value = version.int ?? version.string.flatMap({ Int64($0) }) { versions[id] = value }
-        }
-        blockVersions = versions
-        friends = reply[(2 + 2 * count)...].map { $0 == .integer(1) }
     }
 }

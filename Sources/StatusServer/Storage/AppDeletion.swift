@@ -23,6 +23,8 @@ struct AppDeletion: Sendable {
     /// How old a tombstone must be before the last scan: by then no node trusts a cached copy of the app.
     static let settleTime: Duration = AppRegistry.cacheTTL * 2
 
+    private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
+
     /// Deletes the app; throws `APP_NOT_FOUND` when there is neither an app nor an unfinished deletion. A deletion
     /// already under way (another request, or a node that died) is finished here when its claim can be taken, else
     /// left to its owner; either way the answer is success.
@@ -30,13 +32,13 @@ struct AppDeletion: Sendable {
         let keys = RedisKeys(appId: appId)
         let owner = Self.newOwner()
         _ = try await redis.send("SADD", RedisKeys.deletingApps, appId)
-        let reply = try await redis.evalScript(scripts.appDeleteMark, keys: [keys.app, keys.deletionTombstone], arguments: [owner, leaseMs])
-        switch reply.array?.first?.int {
-        case 1:
+        let reply = try await runner.run(AppDeleteMark.self, keys: .init(app: keys), arguments: .init(owner: owner, leaseMs: leaseMs))
+        switch reply {
+        case .marked:
             try await run(appId, owner: owner)
-        case 2:
+        case .underWay:
             try await finish(appId)
-        default:
+        case .noSuchApp:
             _ = try await redis.send("SREM", RedisKeys.deletingApps, appId)
             throw StatusError(.appNotFound, "app \(appId) not found")
         }
@@ -79,8 +81,8 @@ struct AppDeletion: Sendable {
             try await Task.sleep(for: Self.settleTime - age)
         }
         guard try await unlinkKeys(of: appId, owner: owner) else { return }
-        let finished = try await redis.evalScript(scripts.appDeleteFinish, keys: [keys.deletionTombstone], arguments: [owner])
-        if finished.int == 1 {
+        let finished = try await runner.run(AppDeleteFinish.self, keys: .init(app: keys), arguments: .init(owner: owner))
+        if finished.value {
             _ = try await redis.send("SREM", RedisKeys.deletingApps, appId)
         }
     }
@@ -117,25 +119,19 @@ struct AppDeletion: Sendable {
     }
 
     private func claim(_ appId: String, owner: String) async throws -> Claim {
-        let reply = try await redis.evalScript(
-            scripts.appDeleteClaim,
-            keys: [RedisKeys(appId: appId).deletionTombstone],
-            arguments: [owner, leaseMs]
+        let reply = try await runner.run(
+            AppDeleteClaim.self,
+            keys: .init(app: RedisKeys(appId: appId)),
+            arguments: .init(owner: owner, leaseMs: leaseMs)
         )
-        let values = reply.array ?? []
-        switch values.first?.int {
-        case 1:
-            let digest = values.count > 1 ? values[1].string ?? "" : ""
-            let ageMs = values.count > 2 ? values[2].int ?? 0 : 0
-            return .claimed(digest: digest, age: .milliseconds(ageMs))
-        case 0:
-            return .busy
-        default:
-            return .gone
+        switch reply {
+        case .claimed(let digest, let ageMs): return .claimed(digest: digest, age: .milliseconds(ageMs))
+        case .busy: return .busy
+        case .gone: return .gone
         }
     }
 
-    private var leaseMs: String {
-        String(Self.claimLease.components.seconds * 1000)
+    private var leaseMs: Int64 {
+        Self.claimLease.components.seconds * 1000
     }
 }

@@ -21,6 +21,7 @@ final class AppRegistry: Sendable {
 
     private let redis: RedisClient
     private let scripts: ScriptLibrary
+    private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
     private let cache = Mutex<[String: (record: AppRecord, fetched: ContinuousClock.Instant)]>([:])
     /// AppIds found missing lately.
     private let missing = Mutex(ShortLivedCache<Bool>(ttl: cacheTTL, capacity: cacheCapacity))
@@ -47,15 +48,15 @@ final class AppRegistry: Sendable {
         let digest = Self.digest(apiKey)
         let keys = RedisKeys(appId: appId)
         let createdAt = String(WallClock.nowMs())
-        let created = try await redis.evalScript(
-            scripts.appCreate,
-            keys: [keys.app, keys.deletionTombstone],
-            arguments: [raw, digest, secret, createdAt]
+        let created = try await runner.run(
+            AppCreate.self,
+            keys: .init(app: keys),
+            arguments: .init(config: raw, apiKeyDigest: digest, tokenSecret: secret, createdAt: createdAt)
         )
-        switch created.int {
-        case 1: break
-        case -1: throw StatusError(.appExists, "app \(appId) is still being deleted, try again shortly")
-        default: throw StatusError(.appExists, "app \(appId) exists")
+        switch created {
+        case .created: break
+        case .beingDeleted: throw StatusError(.appExists, "app \(appId) is still being deleted, try again shortly")
+        case .exists: throw StatusError(.appExists, "app \(appId) exists")
         }
         _ = try await redis.pipeline([["SET", RedisKeys.apiKey(digest: digest), appId], ["SADD", RedisKeys.apps, appId]])
         var record = AppRecord(appId: appId, config: config, rawConfig: raw, apiKeyDigest: digest, tokenSecret: secret)
@@ -88,21 +89,21 @@ final class AppRegistry: Sendable {
             guard let current = try await fetch(appId) else { throw StatusError(.appNotFound, "app \(appId) not found") }
             let updated = try AppConfigPatch.apply(patch, to: current.config)
             let raw = try JSONCoding.string(updated)
-            let result = try await redis.evalScript(
-                scripts.appConfigUpdate,
-                keys: [RedisKeys(appId: appId).app],
-                arguments: [current.rawConfig, raw]
+            let result = try await runner.run(
+                AppConfigUpdate.self,
+                keys: .init(app: RedisKeys(appId: appId)),
+                arguments: .init(expected: current.rawConfig, new: raw)
             )
-            switch result.int {
-            case 1:
+            switch result {
+            case .written:
                 var record = current
                 record.config = updated
                 record.rawConfig = raw
                 store(record, for: appId)
                 return updated
-            case -1:
+            case .noSuchApp:
                 throw StatusError(.appNotFound, "app \(appId) not found")
-            default:
+            case .changedMeanwhile:
                 continue
             }
         }

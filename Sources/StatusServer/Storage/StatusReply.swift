@@ -17,15 +17,19 @@ struct StatusReply: Sendable {
     /// The values before the device pairs.
     static let fixedCount = 12
 
-    /// Decodes `values` starting at `offset`.
-    init(userId: String, values: [RedisValue], offset: Int) throws {
-        guard values.count >= offset + Self.fixedCount else { throw StatusReplyError.malformed }
+    /// Decodes `values`, a status reply to its end. The reply does not name its user: the status's `userId` is empty
+    /// until ``owned(by:)`` sets it.
+    init(_ values: ArraySlice<RedisValue>) throws {
+        guard values.count >= Self.fixedCount else {
+            throw StatusReplyError(script: "lib.lua status_reply", problem: "\(values.count) values, at least \(Self.fixedCount) expected")
+        }
+        let offset = values.startIndex
         func text(_ index: Int) -> String? { values[offset + index].string.flatMap { $0.isEmpty ? nil : $0 } }
         let type = StatusType(rawValue: values[offset].string ?? "") ?? .unlogined
         let version = values[offset + 3].int ?? 0
         var devices: [OnlineDevice] = []
         var index = offset + Self.fixedCount
-        while index + 1 < values.count {
+        while index + 1 < values.endIndex {
             if let id = values[index].string, let device = StatusFields.device(id, word: values[index + 1].string ?? "") {
                 devices.append(device)
             }
@@ -44,8 +48,15 @@ struct StatusReply: Sendable {
             hiddenLastActive: values[offset + 9].int,
             expiresAt: values[offset + 10].int,
             autoAway: values[offset + 11].string == "1"
-        ).record(userId: userId, devices: devices)
+        ).record(userId: "", devices: devices)
         self.role = text(4)
+    }
+
+    /// The reply as the status of `userId`, the user whose keys the script was run on.
+    func owned(by userId: String) -> StatusReply {
+        var reply = self
+        reply.record.status.userId = userId
+        return reply
     }
 }
 
@@ -138,7 +149,15 @@ struct StoredStatus: Sendable {
     }
 }
 
-/// A script reply that does not have the expected shape.
-enum StatusReplyError: Error {
-    case malformed
+/// A reply from Redis that does not have the shape its script (or command) promises: which, and what was wrong.
+struct StatusReplyError: Error, Equatable, CustomStringConvertible {
+    /// The script or command whose reply it was.
+    var script: String
+    /// What did not fit.
+    var problem: String
+
+    /// A reply of the wrong shape, where no more can be said.
+    static let malformed = StatusReplyError(script: "reply", problem: "malformed")
+
+    var description: String { "malformed reply of \(script): \(problem)" }
 }

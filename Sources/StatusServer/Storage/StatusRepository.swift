@@ -7,6 +7,8 @@ struct StatusRepository: Sendable {
     let redis: RedisClient
     let scripts: ScriptLibrary
 
+    private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
+
     /// What a write did to a user's status.
     enum Change: Int, Sendable {
         /// Nothing changed.
@@ -62,11 +64,6 @@ struct StatusRepository: Sendable {
         return versions
     }
 
-    /// The fields of a user's status hash that a status read needs: its own (`t`, `cs`, `la`, `v`, `vt`), the read copy
-    /// of the profile and the devices (`pc`, `pr`, `pp`, `dp`; `lib.lua` `write_read_copy`), and what the views are made
-    /// of (SPEC §10.5: `av`, `pv`, `ht`, `hl`, `ce`, `pt`, `ai`; `lib.lua`).
-    static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp", "av", "pv", "ht", "hl", "ce", "pt", "ai"]
-
     /// The commands that read the statuses of `userIds`: one `HMGET` of ``readFields`` per user, each touching one
     /// user's keys only, so they can share a pipeline with other commands, or go to different shards. (Which of them
     /// are a viewer's friends is asked on the viewer's keys, by `query_rate_limit.lua`.)
@@ -118,66 +115,19 @@ struct StatusRepository: Sendable {
     func completed(_ reads: StatusReads, appId: String) async throws -> [String: StoredStatus] {
         guard !reads.withoutCopy.isEmpty else { return reads.found }
         let keys = RedisKeys(appId: appId)
-        let commands = reads.withoutCopy.map { missing in
-            let user = keys.user(missing.userId)
-            return ["EVALSHA", scripts.statusReadCopy.sha1, "3", user.status, user.profile, user.devices] + Self.readFields
+        let runner = self.runner
+        let commands = try reads.withoutCopy.map { missing in
+            try runner.command(StatusReadCopy.self, keys: .init(user: keys.user(missing.userId)), arguments: .init())
         }
-        let replies = try await redis.pipelineLoadingScripts(commands, scripts: [scripts.statusReadCopy])
+        let replies = try await runner.pipeline(commands, loading: [StatusReadCopy.self])
         var found = reads.found
         for (missing, reply) in zip(reads.withoutCopy, replies) {
-            if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
-            if let stored = try Self.decode(userId: missing.userId, fields: reply, viewerIsFriend: missing.viewerIsFriend) {
+            guard let fields = try ScriptRunner.decode(StatusReadCopy.self, reply).fields else { continue }
+            if let stored = try Self.decode(userId: missing.userId, fields: fields, viewerIsFriend: missing.viewerIsFriend) {
                 found[missing.userId] = stored
             }
         }
         return found
-    }
-
-    /// Decodes one `HMGET` of ``readFields``; nil when the hash has no read copy (`pc`).
-    static func decode(userId: String, fields reply: RedisValue, viewerIsFriend: Bool?) throws -> StoredStatus? {
-        if reply.isNull { return nil }
-        guard let fields = reply.array, fields.count == readFields.count else { throw StatusReplyError.malformed }
-        guard !fields[5].isNull else { return nil }
-        func text(_ index: Int) -> String? { fields[index].string.flatMap { $0.isEmpty ? nil : $0 } }
-        let record = StatusFields(
-            type: fields[0].string.flatMap(StatusType.init(rawValue:)) ?? .unlogined,
-            custom: text(1),
-            lastActive: fields[2].int,
-            version: fields[3].int ?? 0,
-            privacy: text(7),
-            availability: text(9),
-            publicVersion: fields[10].int,
-            hiddenType: text(11),
-            hiddenLastActive: fields[12].int,
-            expiresAt: fields[13].int,
-            autoAway: fields[15].string == "1"
-        ).record(userId: userId, devices: fields[8].bytes.map(onlineDevices) ?? [])
-        return StoredStatus(
-            record: record,
-            role: text(6),
-            versionTime: fields[4].int,
-            publicVersionTime: fields[14].int,
-            viewerIsFriend: viewerIsFriend
-        )
-    }
-
-    /// The devices of a read copy's `dp` (`deviceId platform[:state] ...`, `lib.lua` `device_word`), by deviceId; a
-    /// pair with an unknown platform or state is skipped, as in ``StatusReply``.
-    static func onlineDevices(_ words: [UInt8]) -> [OnlineDevice] {
-        guard !words.isEmpty else { return [] }
-        let parts = words.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
-        var devices: [OnlineDevice] = []
-        devices.reserveCapacity(parts.count / 2)
-        var index = 0
-        while index + 1 < parts.count {
-            let id = String(decoding: parts[index], as: UTF8.self)
-            if let device = StatusFields.device(id, word: String(decoding: parts[index + 1], as: UTF8.self)) {
-                devices.append(device)
-            }
-            index += 2
-        }
-        devices.sort { $0.deviceId < $1.deviceId }
-        return devices
     }
 
     /// What setSelfStatus did.
@@ -212,23 +162,17 @@ struct StatusRepository: Sendable {
                 ["ZADD", RedisKeys(appId: appId).expiries, String(expiresAt), userId],
             ])
         }
-        let replies = try await redis.pipeline(
-            script: scripts.setCustomStatus,
-            keys: [user.status, user.profile, user.devices],
-            arguments: [value ?? "", appId, userId] + BusChannels.statusArguments(appId, userId)
-                + [keep ? "1" : "0", availability?.rawValue ?? "", expiresAt.map(String.init) ?? ""],
+        let (reply, _) = try await runner.run(
+            SetCustomStatus.self,
+            keys: .init(user: user),
+            arguments: .init(value: value, appId: appId, userId: userId, keep: keep, availability: availability, expiresAt: expiresAt),
             then: keepMs.map { RecentChanges.record(appId: appId, userId: userId, nowMs: WallClock.nowMs(), keepMs: $0) } ?? []
         )
-        let reply = try Self.values(replies[0])
-        guard reply.count >= 4 else { throw StatusReplyError.malformed }
         return SetResult(
-            write: WriteResult(
-                change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
-                reply: try StatusReply(userId: userId, values: reply, offset: 4)
-            ),
-            publicChange: reply[1].int == 1,
-            previousAvailability: reply[2].string.flatMap(Availability.init(rawValue:)) ?? .available,
-            customStatusChanged: reply[3].int == 1
+            write: WriteResult(change: reply.change, reply: reply.status.owned(by: userId)),
+            publicChange: reply.publicChange,
+            previousAvailability: reply.previousAvailability,
+            customStatusChanged: reply.customStatusChanged
         )
     }
 
@@ -236,13 +180,13 @@ struct StatusRepository: Sendable {
     /// publishes the change). Nil when there was nothing to clear.
     func expireCustomStatus(appId: String, userId: String, dueAt: String) async throws -> (reply: StatusReply, publicChange: Bool)? {
         let user = RedisKeys(appId: appId).user(userId)
-        let reply = try await run(
-            scripts.customStatusExpire,
-            [user.status, user.profile, user.devices],
-            [dueAt, appId, userId] + BusChannels.statusArguments(appId, userId)
+        let reply = try await runner.run(
+            CustomStatusExpire.self,
+            keys: .init(user: user),
+            arguments: .init(dueAt: dueAt, appId: appId, userId: userId)
         )
-        guard reply.first?.int == 1, reply.count >= 2 else { return nil }
-        return (try StatusReply(userId: userId, values: reply, offset: 2), reply[1].int == 1)
+        guard case .cleared(let publicChange, let status) = reply else { return nil }
+        return (status.owned(by: userId), publicChange)
     }
 
     /// What a connect did besides the status: the device it replaced and the devices it kicked, by the login policy
@@ -295,28 +239,13 @@ struct StatusRepository: Sendable {
         generation: String? = nil
     ) async throws -> ConnectResult {
         let user = RedisKeys(appId: appId).user(userId)
-        let reply = try await run(
-            scripts.deviceConnect,
-            [user.status, user.profile, user.devices, user.subscriptions, user.connectRateLimit],
-            [deviceId, try JSONCoding.string(record), try JSONCoding.string(rules), appId, userId]
-                + BusChannels.statusArguments(appId, userId) + [generation ?? ""]
+        let reply = try await runner.run(
+            DeviceConnect.self,
+            keys: .init(user: user),
+            arguments: .init(deviceId: deviceId, record: record, rules: rules, appId: appId, userId: userId, generation: generation)
         )
-        guard reply.count >= 4 else { throw StatusReplyError.malformed }
-        let kickedCount = Int(reply[2].int ?? 0)
-        guard reply.count >= 3 + 3 * kickedCount else { throw StatusReplyError.malformed }
-        var kicked: [KickedDevice] = []
-        for index in 0..<kickedCount {
-            let base = 3 + 3 * index
-            guard let id = reply[base].string, let record = DeviceRecord.decode(reply[base + 1]),
-                let reason = reply[base + 2].string.flatMap(KickReason.init(rawValue:))
-            else { continue }
-            kicked.append(KickedDevice(deviceId: id, record: record, reason: reason))
-        }
-        let write = WriteResult(
-            change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
-            reply: try StatusReply(userId: userId, values: reply, offset: 3 + 3 * kickedCount)
-        )
-        return ConnectResult(write: write, replaced: DeviceRecord.decode(reply[1]), kicked: kicked)
+        let write = WriteResult(change: reply.change, reply: reply.status.owned(by: userId))
+        return ConnectResult(write: write, replaced: reply.replaced, kicked: reply.kicked)
     }
 
     /// What a device state report or a heartbeat did (`device_state.lua`).
@@ -330,19 +259,12 @@ struct StatusRepository: Sendable {
     /// `heartbeatTimeoutSeconds` (a backend-driven device). The script publishes the change itself.
     func updateDevice(appId: String, userId: String, deviceId: String, state: DeviceState?, heartbeat: Bool) async throws -> DeviceUpdate {
         let user = RedisKeys(appId: appId).user(userId)
-        let reply = try await run(
-            scripts.deviceState,
-            [user.status, user.profile, user.devices],
-            [deviceId, state?.rawValue ?? "", heartbeat ? "1" : "0", appId, userId] + BusChannels.statusArguments(appId, userId)
+        let reply = try await runner.run(
+            DeviceStateReport.self,
+            keys: .init(user: user),
+            arguments: .init(deviceId: deviceId, state: state, heartbeat: heartbeat, appId: appId, userId: userId)
         )
-        guard reply.count >= 2 else { throw StatusReplyError.malformed }
-        return DeviceUpdate(
-            found: reply[0].int == 1,
-            write: WriteResult(
-                change: Change(rawValue: Int(reply[1].int ?? 0)) ?? .none,
-                reply: try StatusReply(userId: userId, values: reply, offset: 2)
-            )
-        )
+        return DeviceUpdate(found: reply.found, write: WriteResult(change: reply.change, reply: reply.status.owned(by: userId)))
     }
 
     /// What the end of an offline grace did (`grace_end.lua`).
@@ -358,20 +280,15 @@ struct StatusRepository: Sendable {
     /// SPEC §10.3: ends the user's offline grace if it ran out (`grace_end.lua`, which publishes the change).
     func endGrace(appId: String, userId: String, retentionSeconds: Int) async throws -> GraceEnd {
         let user = RedisKeys(appId: appId).user(userId)
-        let reply = try await run(
-            scripts.graceEnd,
-            [user.status, user.profile, user.devices, user.subscriptions],
-            [String(Int64(retentionSeconds) * 1000), appId, userId] + BusChannels.statusArguments(appId, userId)
+        let reply = try await runner.run(
+            GraceEndScript.self,
+            keys: .init(user: user),
+            arguments: .init(retentionMs: Int64(retentionSeconds) * 1000, appId: appId, userId: userId)
         )
-        switch reply.first?.int {
-        case 1:
-            guard reply.count >= 3 else { throw StatusReplyError.malformed }
-            return .ended(reply: try StatusReply(userId: userId, values: reply, offset: 3), clearedCustomStatus: reply[1].int == 1)
-        case 2:
-            guard reply.count >= 2, let until = reply[1].int else { throw StatusReplyError.malformed }
-            return .later(until)
-        default:
-            return .none
+        switch reply {
+        case .none: return .none
+        case .later(let until): return .later(until)
+        case .ended(let cleared, _, let status): return .ended(reply: status.owned(by: userId), clearedCustomStatus: cleared)
         }
     }
 
@@ -391,41 +308,40 @@ struct StatusRepository: Sendable {
         graceSeconds: Int = 0
     ) async throws -> RemoveResult {
         let user = RedisKeys(appId: appId).user(userId)
-        var keys = [user.status, user.profile, user.devices, user.subscriptions]
-        var resume = ["", "0"]
-        if let resumePoint, deviceIds.count == 1 {
-            keys.append(user.resume(deviceIds[0]))
-            resume = [resumePoint.stored, String(resumeTTLms)]
-        }
+        let resumed = deviceIds.count == 1 ? resumePoint : nil
+        let keys = DevicesRemove.Keys(user: user, resumeDeviceId: resumed == nil ? nil : deviceIds[0])
         let graceMs = mode == .offline ? Int64(graceSeconds) * 1000 : 0
-        let arguments =
-            [mode.rawValue, String(Int64(retentionSeconds) * 1000), connectionId ?? "", staleBefore.map(String.init) ?? ""]
-            + [appId, userId] + BusChannels.statusArguments(appId, userId) + resume + [String(graceMs)] + deviceIds
-        let reply: [RedisValue]
+        let arguments = DevicesRemove.Arguments(
+            mode: mode,
+            retentionMs: Int64(retentionSeconds) * 1000,
+            connectionId: connectionId,
+            staleBefore: staleBefore,
+            appId: appId,
+            userId: userId,
+            resumePoint: resumed?.stored,
+            resumeTTLms: resumeTTLms,
+            graceMs: graceMs,
+            deviceIds: deviceIds
+        )
+        let reply: DevicesRemove.Reply
         if graceMs > 0 {
             // SPEC §10.3: the grace index entry first, in the same flush, so that a grace the script starts is always
             // in the index (an entry for a user who kept a device is dropped by the sweep when it falls due).
             let entry = ["ZADD", RedisKeys(appId: appId).graces, String(WallClock.nowMs() + graceMs), userId]
-            let script = ["EVALSHA", scripts.devicesRemove.sha1, String(keys.count)] + keys + arguments
-            let replies = try await redis.pipelineLoadingScripts(
-                [["SADD", RedisKeys.graceApps, appId], entry, script],
-                scripts: [scripts.devicesRemove]
+            let replies = try await runner.pipeline(
+                [["SADD", RedisKeys.graceApps, appId], entry, try runner.command(DevicesRemove.self, keys: keys, arguments: arguments)],
+                loading: [DevicesRemove.self]
             )
-            reply = try Self.values(replies[2])
+            guard replies.count == 3 else { throw StatusReplyError(script: "devices_remove.lua", problem: "\(replies.count) pipelined replies") }
+            reply = try ScriptRunner.decode(DevicesRemove.self, replies[2])
         } else {
-            reply = try await run(scripts.devicesRemove, keys, arguments)
-        }
-        guard reply.count >= 4 else { throw StatusReplyError.malformed }
-        let count = Int(reply[2].int ?? 0)
-        var removed: [(String, DeviceRecord)] = []
-        for index in 0..<count {
-            if let id = reply[3 + index * 2].string, let record = DeviceRecord.decode(reply[4 + index * 2]) { removed.append((id, record)) }
+            reply = try await runner.run(DevicesRemove.self, keys: keys, arguments: arguments)
         }
         return RemoveResult(
-            change: Change(rawValue: Int(reply[0].int ?? 0)) ?? .none,
-            clearedCustomStatus: reply[1].int == 1,
-            removed: removed,
-            reply: try StatusReply(userId: userId, values: reply, offset: 3 + count * 2)
+            change: reply.change,
+            clearedCustomStatus: reply.clearedCustomStatus,
+            removed: reply.removed,
+            reply: reply.status.owned(by: userId)
         )
     }
 
@@ -433,46 +349,11 @@ struct StatusRepository: Sendable {
     /// logs them in the app's recent changes (kept `keepMs`). Returns how many updates were applied.
     @discardableResult
     func index(appId: String, updates: [OnlineIndexWriter.Update], keepMs: Int64) async throws -> Int {
-        let keys = RedisKeys(appId: appId)
-        var arguments = [String(keepMs)]
-        arguments.reserveCapacity(1 + 3 * updates.count)
-        for update in updates {
-            arguments += [update.userId, String(update.version), update.online ? "1" : "0"]
-        }
-        let reply = try await redis.evalScript(
-            scripts.presenceIndex,
-            keys: [keys.online, keys.onlineVersions, keys.recentChanges],
-            arguments: arguments
+        let reply = try await runner.run(
+            PresenceIndex.self,
+            keys: .init(app: RedisKeys(appId: appId)),
+            arguments: .init(keepMs: keepMs, updates: updates)
         )
-        if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
-        return Int(reply.int ?? 0)
-    }
-
-    private func run(_ script: RedisScript, _ keys: [String], _ arguments: [String]) async throws -> [RedisValue] {
-        do {
-            return try Self.values(try await redis.evalScript(script, keys: keys, arguments: arguments))
-        } catch let error as RedisClientError where error.kind == .server {
-            throw Self.scriptError(error.message) ?? error
-        }
-    }
-
-    /// The SPEC error of a script's error reply, if it is one of the statuses' scripts' own.
-    private static func scriptError(_ message: String) -> StatusError? {
-        if message.contains("USER_NOT_FOUND") { return StatusError(.userNotFound, "user not found") }
-        if message.contains("TOKEN_REVOKED") { return StatusError(.unauthorized, "the token's user no longer exists") }
-        if let range = message.range(of: "CONNECT_RATE_LIMITED ") {
-            let retry = Int64(message[range.upperBound...].prefix { $0.isNumber }) ?? 1000
-            return StatusError(.rateLimited, "too many connects, retry in \(retry) ms", retryAfterMs: retry)
-        }
-        return nil
-    }
-
-    /// A script's reply as values; its `USER_NOT_FOUND` error (as a pipelined reply) is thrown as `USER_NOT_FOUND`.
-    private static func values(_ reply: RedisValue) throws -> [RedisValue] {
-        if case .error(let message) = reply {
-            throw scriptError(message) ?? RedisClientError(kind: .server, message: message)
-        }
-        guard let values = reply.array else { throw StatusReplyError.malformed }
-        return values
+        return Int(reply.value)
     }
 }

@@ -13,14 +13,17 @@ struct UserDirectory: Sendable {
     /// Creates or replaces a profile, and indexes the user in the app.
     func put(appId: String, userId: String, input: UserProfileInput) async throws -> UserProfile {
         let keys = RedisKeys(appId: appId)
-        var arguments = [String(WallClock.nowMs()), UUID().uuidString]
-        if let name = input.name { arguments += ["name", name] }
-        if let role = input.role { arguments += ["role", role] }
-        if let tags = input.tags { arguments += ["tags", try JSONCoding.string(tags)] }
-        if let metadata = input.metadata, metadata != .null { arguments += ["metadata", try JSONCoding.string(metadata)] }
-        if let privacy = input.lastSeenPrivacy { arguments += ["lastSeenPrivacy", privacy.rawValue] }
-        let user = keys.user(userId)
-        _ = try await redis.evalScript(scripts.profilePut, keys: [user.profile, user.status, user.devices], arguments: arguments)
+        var fields: [(name: String, value: String)] = []
+        if let name = input.name { fields.append(("name", name)) }
+        if let role = input.role { fields.append(("role", role)) }
+        if let tags = input.tags { fields.append(("tags", try JSONCoding.string(tags))) }
+        if let metadata = input.metadata, metadata != .null { fields.append(("metadata", try JSONCoding.string(metadata))) }
+        if let privacy = input.lastSeenPrivacy { fields.append(("lastSeenPrivacy", privacy.rawValue)) }
+        _ = try await ScriptRunner(redis: redis, scripts: scripts).run(
+            ProfilePut.self,
+            keys: .init(user: keys.user(userId)),
+            arguments: .init(nowMs: WallClock.nowMs(), generation: UUID().uuidString, fields: fields)
+        )
         _ = try await redis.send("ZADD", keys.users, "0", userId)
         return try await require(appId: appId, userId: userId)
     }

@@ -9,9 +9,11 @@ struct WebhookAppIndex: Sendable {
     let redis: RedisClient
     let scripts: ScriptLibrary
 
+    private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
+
     /// Adds the app (again), with a new score.
     func add(_ appId: String) async throws {
-        _ = try await redis.evalScript(scripts.webhookIndexAdd, keys: [RedisKeys.webhookApps, RedisKeys.webhookAppsSequence], arguments: [appId])
+        _ = try await runner.run(WebhookIndexAdd.self, keys: .init(), arguments: .init(appId: appId))
     }
 
     /// Every indexed app with its score, in index order.
@@ -32,6 +34,6 @@ struct WebhookAppIndex: Sendable {
     /// Removes the app unless it was added again since its score was read as `score`; true when removed.
     @discardableResult
     func remove(_ appId: String, seenScore score: String) async throws -> Bool {
-        try await redis.evalScript(scripts.webhookIndexRemove, keys: [RedisKeys.webhookApps], arguments: [appId, score]).int == 1
+        try await runner.run(WebhookIndexRemove.self, keys: .init(), arguments: .init(appId: appId, seenScore: score)).value
     }
 }

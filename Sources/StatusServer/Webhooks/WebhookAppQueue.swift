@@ -8,44 +8,41 @@ struct WebhookAppQueue: Sendable {
     let redis: RedisClient
     let scripts: ScriptLibrary
 
-    private func keys(_ appId: String) -> [String] {
-        let keys = RedisKeys(appId: appId)
-        return [keys.webhookStream, keys.webhookDue, keys.webhookAttempts]
+    private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
+
+    private func keys(_ appId: String) -> WebhookQueueKeys {
+        WebhookQueueKeys(app: RedisKeys(appId: appId))
     }
 
     /// What an enqueue did.
-    struct Enqueued: Sendable, Hashable {
-        /// Oldest events dropped to keep the app's bound.
-        var dropped: Int
-        /// The queue was empty before: the app must join the index of apps with queued events.
-        var first: Bool
-    }
+    typealias Enqueued = WebhookEnqueue.Reply
 
     /// Appends an event, due now; drops the oldest events past `bound`.
     func enqueue(appId: String, body: String, generation: String, bound: Int) async throws -> Enqueued {
-        let reply = try await redis.evalScript(scripts.webhookEnqueue, keys: keys(appId), arguments: [body, generation, String(bound)])
-        let values = reply.array ?? []
-        return Enqueued(dropped: Int(values.first?.int ?? 0), first: values.count > 1 && values[1].int == 1)
+        try await runner.run(WebhookEnqueue.self, keys: keys(appId), arguments: .init(body: body, generation: generation, bound: bound))
     }
 
     /// Leases up to `limit` due events of the app for `lease`.
     func take(_ appId: String, limit: Int, lease: Duration) async throws -> WebhookTake {
-        let reply = try await redis.evalScript(scripts.webhookTake, keys: keys(appId), arguments: [String(lease.inMilliseconds), String(limit)])
-        return WebhookTake.parse(reply, appId: appId)
+        let reply = try await runner.run(
+            WebhookTakeScript.self,
+            keys: keys(appId),
+            arguments: .init(leaseMs: lease.inMilliseconds, limit: limit)
+        )
+        return WebhookTake(reply, appId: appId)
     }
 
     /// Removes an event that needs no further attempt.
     func settle(_ job: WebhookJob) async throws {
-        _ = try await redis.evalScript(scripts.webhookSettle, keys: keys(job.appId), arguments: [job.eventId])
+        _ = try await runner.run(WebhookSettle.self, keys: keys(job.appId), arguments: .init(eventId: job.eventId))
     }
 
     /// Makes the event due again after `delay`, with `attempts` made; nothing happens when it left the queue meanwhile.
     func retry(_ job: WebhookJob, attempts: Int, after delay: Duration) async throws {
-        let keys = RedisKeys(appId: job.appId)
-        _ = try await redis.evalScript(
-            scripts.webhookRetry,
-            keys: [keys.webhookDue, keys.webhookAttempts],
-            arguments: [job.eventId, String(max(0, delay.inMilliseconds)), String(attempts)]
+        _ = try await runner.run(
+            WebhookRetry.self,
+            keys: .init(app: RedisKeys(appId: job.appId)),
+            arguments: .init(eventId: job.eventId, backoffMs: max(0, delay.inMilliseconds), attempts: attempts)
         )
     }
 

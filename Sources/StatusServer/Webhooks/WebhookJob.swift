@@ -23,21 +23,12 @@ struct WebhookTake: Sendable, Hashable {
     /// When the next event is due, counted from the take; nil when the queue is empty.
     var nextDue: Duration?
 
-    /// Parses the reply of `webhook_take.lua`: `{left, ms until the next is due, id, body, generation, attempts, ...}`.
-    static func parse(_ reply: RedisValue, appId: String) -> WebhookTake {
-        let values = reply.array ?? []
-        let left = values.first?.int ?? 0
-        let wait = values.count > 1 ? values[1].int ?? -1 : -1
-        var jobs: [WebhookJob] = []
-        var index = 2
-        while index + 3 < values.count {
-            if let id = values[index].string, let body = values[index + 1].string {
-                let generation = values[index + 2].string ?? ""
-                let attempt = values[index + 3].int.map { Int($0) } ?? 0
-                jobs.append(WebhookJob(appId: appId, eventId: id, body: body, generation: generation, attempt: attempt))
-            }
-            index += 4
+    /// The jobs of the app's events that `webhook_take.lua` leased (its twin ``WebhookTakeScript``).
+    init(_ reply: WebhookTakeScript.Reply, appId: String) {
+        jobs = reply.events.map {
+            WebhookJob(appId: appId, eventId: $0.id, body: $0.body, generation: $0.generation, attempt: $0.attempts)
         }
-        return WebhookTake(jobs: jobs, left: Int(left), nextDue: left > 0 && wait >= 0 ? .milliseconds(wait) : nil)
+        left = reply.left
+        nextDue = reply.left > 0 ? reply.nextDueMs.map { .milliseconds($0) } : nil
     }
 }

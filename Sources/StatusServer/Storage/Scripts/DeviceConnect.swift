@@ -1,0 +1,59 @@
+import RedisClient
+
+/// The twin of `Scripts/device_connect.lua` (SPEC §2 / §7 a device connects; §3 login policy and device limit;
+/// §10.6 connect rate limit): stores the device, kicks what the rules say, and publishes the change.
+enum DeviceConnect: StatusScript {
+    static func script(in library: ScriptLibrary) -> RedisScript { library.deviceConnect }
+
+    /// KEYS: status, profile, devices, subs, connect rate-limit log.
+    struct Keys: ScriptInput {
+        var user: UserKeys
+        var strings: [String] { [user.status, user.profile, user.devices, user.subscriptions, user.connectRateLimit] }
+    }
+
+    /// ARGV: deviceId, device JSON, login rules JSON, appId, userId, the two status channels, token generation ('' =
+    /// no token to check).
+    struct Arguments: ScriptInput {
+        var deviceId: String
+        var record: DeviceRecord
+        var rules: StatusRepository.LoginRules
+        var appId: String
+        var userId: String
+        var generation: String?
+
+        var strings: [String] {
+            get throws {
+                [deviceId, try JSONCoding.string(record), try JSONCoding.string(rules), appId, userId]
+                    + BusChannels.statusArguments(appId, userId) + [generation ?? ""]
+            }
+        }
+    }
+
+    /// `{changed (1 status | 2 devices only), replaced device JSON | '', kicked count k, k x (deviceId, device JSON,
+    /// reason), <status reply>}`; `USER_NOT_FOUND`, `TOKEN_REVOKED` and `CONNECT_RATE_LIMITED <ms>` are error replies.
+    struct Reply: ScriptReply {
+        var change: StatusRepository.Change
+        var replaced: DeviceRecord?
+        /// The kicked devices whose record and reason this version reads (others are left out).
+        var kicked: [StatusRepository.KickedDevice]
+        var status: StatusReply
+
+        init(_ value: RedisValue) throws {
+            var reader = try ScriptReplyReader(value, script: "device_connect.lua")
+            change = try reader.change()
+            replaced = DeviceRecord.decode(try reader.value())
+            let count = try reader.count()
+            kicked = []
+            kicked.reserveCapacity(count)
+            for _ in 0..<count {
+                let id = try reader.string()
+                let record = DeviceRecord.decode(try reader.value())
+                let reason = try reader.string()
+                if let record, let reason = StatusRepository.KickReason(rawValue: reason) {
+                    kicked.append(StatusRepository.KickedDevice(deviceId: id, record: record, reason: reason))
+                }
+            }
+            status = try reader.statusReply()
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import RedisClient
+import StatusCore
+
+/// The twin of `Scripts/devices_remove.lua` (SPEC §2 devices go away, §10.3 offline grace, §7 resume point): removes
+/// devices, moves the user out of `online` with the last one, and publishes the change.
+enum DevicesRemove: StatusScript {
+    static func script(in library: ScriptLibrary) -> RedisScript { library.devicesRemove }
+
+    /// KEYS: status, profile, devices, subs, and the device's resume point key when one is stored.
+    struct Keys: ScriptInput {
+        var user: UserKeys
+        /// The device whose resume point is written (only with one device removed).
+        var resumeDeviceId: String?
+
+        var strings: [String] {
+            var keys = [user.status, user.profile, user.devices, user.subscriptions]
+            if let resumeDeviceId { keys.append(user.resume(resumeDeviceId)) }
+            return keys
+        }
+    }
+
+    /// ARGV: mode, retention ms, connection id, stale-before ms, appId, userId, the two status channels, resume point,
+    /// its TTL ms, grace ms, then the deviceIds (none: every device).
+    struct Arguments: ScriptInput {
+        var mode: StatusType
+        var retentionMs: Int64
+        /// Nil: any connection.
+        var connectionId: String?
+        /// Nil: no heartbeat check.
+        var staleBefore: Int64?
+        var appId: String
+        var userId: String
+        /// The stored resume point (nil: none) and how long it is kept.
+        var resumePoint: String?
+        var resumeTTLms: Int64
+        /// 0: no grace.
+        var graceMs: Int64
+        var deviceIds: [String]
+
+        var strings: [String] {
+            [mode.rawValue, String(retentionMs), connectionId ?? "", staleBefore.map(String.init) ?? "", appId, userId]
+                + BusChannels.statusArguments(appId, userId)
+                + [resumePoint ?? "", resumePoint == nil ? "0" : String(resumeTTLms), String(graceMs)] + deviceIds
+        }
+    }
+
+    /// `{changed (0 | 1 status | 2 devices only), custom status cleared (0|1), removed count n, n x (deviceId, device
+    /// JSON), <status reply>}`.
+    struct Reply: ScriptReply {
+        var change: StatusRepository.Change
+        var clearedCustomStatus: Bool
+        /// The removed devices whose record this version reads (others are left out).
+        var removed: [(deviceId: String, record: DeviceRecord)]
+        var status: StatusReply
+
+        init(_ value: RedisValue) throws {
+            var reader = try ScriptReplyReader(value, script: "devices_remove.lua")
+            change = try reader.change()
+            clearedCustomStatus = try reader.flag()
+            let count = try reader.count()
+            removed = []
+            removed.reserveCapacity(count)
+            for _ in 0..<count {
+                let id = try reader.string()
+                if let record = DeviceRecord.decode(try reader.value()) { removed.append((id, record)) }
+            }
+            status = try reader.statusReply()
+        }
+    }
+}

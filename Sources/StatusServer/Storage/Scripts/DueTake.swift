@@ -1,0 +1,40 @@
+import RedisClient
+
+/// The twin of `Scripts/due_take.lua` (SPEC §10.2 and §10.3): leases the entries of a due-time index that fell due to
+/// the calling node.
+enum DueTake: StatusScript {
+    static func script(in library: ScriptLibrary) -> RedisScript { library.dueTake }
+
+    typealias Keys = DueIndexKeys
+
+    /// ARGV: now (epoch ms), lease ms, most entries to take.
+    struct Arguments: ScriptInput {
+        var nowMs: Int64
+        var leaseMs: Int64
+        var limit: Int
+
+        var strings: [String] { [String(nowMs), String(leaseMs), String(limit)] }
+    }
+
+    /// `{userId, due ms, ...}` of the taken entries, earliest first.
+    struct Reply: ScriptReply {
+        /// Each entry's userId and its due time as written (epoch ms).
+        var entries: [(userId: String, dueAt: String)]
+
+        init(_ value: RedisValue) throws {
+            var reader = try ScriptReplyReader(value, script: "due_take.lua")
+            guard reader.values.count % 2 == 0 else {
+                throw StatusReplyError(script: reader.script, problem: "\(reader.values.count) values, not pairs")
+            }
+            entries = []
+            entries.reserveCapacity(reader.values.count / 2)
+            while !reader.isAtEnd { entries.append((try reader.string(), try reader.string())) }
+        }
+    }
+}
+
+/// KEYS of the due-time index scripts: the index.
+struct DueIndexKeys: ScriptInput {
+    var index: String
+    var strings: [String] { [index] }
+}

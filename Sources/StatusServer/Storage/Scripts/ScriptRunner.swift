@@ -1,0 +1,73 @@
+import RedisClient
+import StatusCore
+
+/// The one way statusd runs its Lua scripts: `EVALSHA` through the client (which loads a script Redis lost on
+/// `NOSCRIPT`), a script's error reply mapped to the ``StatusError`` it stands for (``ScriptErrorReply``), and the
+/// reply decoded by the script's twin. Pipelines keep their single round trip: a script's `EVALSHA` shares the flush
+/// with the commands that ride along, and only its own reply is decoded here.
+struct ScriptRunner: Sendable {
+    let redis: RedisClient
+    let scripts: ScriptLibrary
+
+    /// Runs `script` alone.
+    func run<Script: StatusScript>(
+        _ script: Script.Type,
+        keys: Script.Keys,
+        arguments: Script.Arguments
+    ) async throws -> Script.Reply {
+        let value: RedisValue
+        do {
+            value = try await redis.evalScript(Script.script(in: scripts), keys: try keys.strings, arguments: try arguments.strings)
+        } catch let error as RedisClientError where error.kind == .server {
+            throw ScriptErrorReply.statusError(error.message) ?? error
+        }
+        return try Self.decode(script, value)
+    }
+
+    /// Runs `script` with `commands` after it in one round trip (the commands must be safe to send again: on
+    /// `NOSCRIPT` the whole pipeline is). Returns the script's reply and the commands' replies, in order.
+    func run<Script: StatusScript>(
+        _ script: Script.Type,
+        keys: Script.Keys,
+        arguments: Script.Arguments,
+        then commands: [[String]]
+    ) async throws -> (Script.Reply, ArraySlice<RedisValue>) {
+        let replies = try await redis.pipeline(
+            script: Script.script(in: scripts),
+            keys: try keys.strings,
+            arguments: try arguments.strings,
+            then: commands
+        )
+        guard let first = replies.first else {
+            throw StatusReplyError(script: "\(script)", problem: "no reply in the pipeline")
+        }
+        return (try Self.decode(script, first), replies.dropFirst())
+    }
+
+    /// The `EVALSHA` of `script`, to send in a pipeline with ``pipeline(_:loading:)``.
+    func command<Script: StatusScript>(_ script: Script.Type, keys: Script.Keys, arguments: Script.Arguments) throws -> [String] {
+        let keys = try keys.strings
+        return ["EVALSHA", Script.script(in: scripts).sha1, String(keys.count)] + keys + (try arguments.strings)
+    }
+
+    /// Sends `commands`, some of them ``command(_:keys:arguments:)``s of `loading`, in one round trip; when Redis lost
+    /// a script the scripts are loaded and the whole pipeline sent again, so every command must be safe to repeat.
+    /// Decode each script's reply with ``decode(_:_:)``.
+    func pipeline(_ commands: [[String]], loading loaded: [any StatusScript.Type]) async throws -> [RedisValue] {
+        try await redis.pipelineLoadingScripts(commands, scripts: loaded.map { $0.script(in: scripts) })
+    }
+
+    /// A script's reply from a pipeline: an error reply becomes its ``StatusError`` (or a `.server` client error),
+    /// anything else is decoded by the twin.
+    static func decode<Script: StatusScript>(_ script: Script.Type, _ value: RedisValue) throws -> Script.Reply {
+        if case .error(let message) = value {
+            throw ScriptErrorReply.statusError(message) ?? RedisClientError(kind: .server, message: message)
+        }
+        do {
+            return try Script.Reply(value)
+        } catch let error as StatusReplyError where error.script.isEmpty {
+            // The shared shapes (``FlagReply``, ``IntegerReply``) do not know whose reply they read.
+            throw StatusReplyError(script: "\(script)", problem: error.problem)
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import RedisClient
+import Testing
+
+@testable import StatusServer
+
+/// The twins of the scripts of apps, their deletion, the webhook queues and the due-time indexes.
+@Suite struct AppAndQueueScriptTwinTests {
+    @Test func appCreateAndConfigUpdate() throws {
+        #expect(try AppCreate.Reply(Canned.int(1)) == .created)
+        #expect(try AppCreate.Reply(Canned.int(0)) == .exists)
+        #expect(try AppCreate.Reply(Canned.int(-1)) == .beingDeleted)
+        expectMalformed("app_create.lua") { _ = try AppCreate.Reply(Canned.int(2)) }
+        expectMalformed("app_create.lua") { _ = try AppCreate.Reply(Canned.array([Canned.int(1)])) }
+        #expect(try AppConfigUpdate.Reply(Canned.int(1)) == .written)
+        #expect(try AppConfigUpdate.Reply(Canned.int(0)) == .changedMeanwhile)
+        #expect(try AppConfigUpdate.Reply(Canned.int(-1)) == .noSuchApp)
+        expectMalformed("app_config_update.lua") { _ = try AppConfigUpdate.Reply(.null) }
+    }
+
+    @Test func appDeletion() throws {
+        #expect(try AppDeleteMark.Reply(Canned.array([Canned.int(1), Canned.text("digest")])) == .marked(apiKeyDigest: "digest"))
+        #expect(try AppDeleteMark.Reply(Canned.array([Canned.int(2), Canned.text("")])) == .underWay(apiKeyDigest: ""))
+        #expect(try AppDeleteMark.Reply(Canned.array([Canned.int(0)])) == .noSuchApp)
+        expectMalformed("app_delete_mark.lua") { _ = try AppDeleteMark.Reply(Canned.array([Canned.int(1)])) }
+        expectMalformed("app_delete_mark.lua") { _ = try AppDeleteMark.Reply(Canned.array([Canned.int(0), Canned.text("x")])) }
+        #expect(
+            try AppDeleteClaim.Reply(Canned.array([Canned.int(1), Canned.text("d"), Canned.int(1500)])) == .claimed(apiKeyDigest: "d", ageMs: 1500)
+        )
+        #expect(try AppDeleteClaim.Reply(Canned.array([Canned.int(0)])) == .busy)
+        #expect(try AppDeleteClaim.Reply(Canned.array([Canned.int(-1)])) == .gone)
+        expectMalformed("app_delete_claim.lua") { _ = try AppDeleteClaim.Reply(Canned.array([Canned.int(1), Canned.text("d")])) }
+        expectMalformed("app_delete_claim.lua") { _ = try AppDeleteClaim.Reply(Canned.int(1)) }
+        #expect(try AppDeleteFinish.Reply(Canned.int(1)).value)
+        #expect(DeletionClaimArguments(owner: "o", leaseMs: 30_000).strings == ["o", "30000"])
+    }
+
+    @Test func webhookQueue() throws {
+        #expect(try WebhookEnqueue.Reply(Canned.array([Canned.int(2), Canned.int(1)])) == .init(dropped: 2, first: true))
+        expectMalformed("webhook_enqueue.lua") { _ = try WebhookEnqueue.Reply(Canned.array([Canned.int(2)])) }
+        let take = try WebhookTakeScript.Reply(
+            Canned.array([Canned.int(3), Canned.int(250), Canned.text("1-0"), Canned.text("{}"), Canned.text("g"), Canned.text("2")])
+        )
+        #expect(take.left == 3)
+        #expect(take.nextDueMs == 250)
+        #expect(take.events == [.init(id: "1-0", body: "{}", generation: "g", attempts: 2)])
+        let jobs = WebhookTake(take, appId: "app")
+        #expect(jobs.jobs == [WebhookJob(appId: "app", eventId: "1-0", body: "{}", generation: "g", attempt: 2)])
+        #expect(jobs.nextDue == .milliseconds(250))
+        let empty = try WebhookTakeScript.Reply(Canned.array([Canned.int(0), Canned.int(-1)]))
+        #expect(empty.nextDueMs == nil)
+        #expect(WebhookTake(empty, appId: "app").nextDue == nil)
+        expectMalformed("webhook_take.lua") { _ = try WebhookTakeScript.Reply(Canned.array([Canned.int(1), Canned.int(0), Canned.text("1-0")])) }
+        expectMalformed("webhook_take.lua") { _ = try WebhookTakeScript.Reply(Canned.array([Canned.int(1)])) }
+        #expect(try WebhookRetry.Reply(Canned.int(0)).value == false)
+        #expect(try WebhookIndexRemove.Reply(Canned.int(1)).value)
+        #expect(try WebhookIndexAdd.Reply(Canned.int(12)).value == 12)
+        _ = try WebhookSettle.Reply(Canned.int(1))
+        let keys = RedisKeys(appId: "app")
+        #expect(WebhookQueueKeys(app: keys).strings == [keys.webhookStream, keys.webhookDue, keys.webhookAttempts])
+    }
+
+    @Test func dueIndexes() throws {
+        let taken = try DueTake.Reply(Canned.array([Canned.text("u1"), Canned.text("100"), Canned.text("u2"), Canned.text("200")]))
+        #expect(taken.entries.map(\.userId) == ["u1", "u2"])
+        #expect(taken.entries.map(\.dueAt) == ["100", "200"])
+        #expect(try DueTake.Reply(Canned.array([])).entries.isEmpty)
+        expectMalformed("due_take.lua") { _ = try DueTake.Reply(Canned.array([Canned.text("u1")])) }
+        expectMalformed("due_take.lua") { _ = try DueTake.Reply(Canned.array([Canned.text("u1"), Canned.array([])])) }
+        #expect(try DueDone.Reply(Canned.int(2)).value == 2)
+        #expect(DueDone.Arguments(leaseScore: 9, userIds: ["u"]).strings == ["9", "u"])
+    }
+}
