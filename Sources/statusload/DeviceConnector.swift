@@ -17,7 +17,7 @@ final class DeviceConnector: Sendable {
         /// `http://host:port[/prefix]` → the node's `/v1/connect`, with the host resolved once.
         init(url: String) throws {
             guard let components = URLComponents(string: url), let host = components.host else {
-                throw SetupError("bad --url \(url)", retryable: false)
+                throw SetupError("bad --url \(url)")
             }
             let port = components.port ?? (components.scheme == "https" ? 443 : 80)
             address = try SocketAddress.makeAddressResolvingHost(host, port: port)
