@@ -52,7 +52,10 @@ public final class StatusDevice: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.token = token
-        (events, continuation) = AsyncStream.makeStream(of: StatusDeviceEvent.self, bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferSize)))
+        (events, continuation) = AsyncStream.makeStream(
+            of: StatusDeviceEvent.self,
+            bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferSize))
+        )
     }
 
     /// The latest welcome; nil before the first.
@@ -76,7 +79,7 @@ public final class StatusDevice: Sendable {
             do {
                 if try await connectOnce() { attempt = 0 }
                 cause = "the connection closed"
-            } catch where Task.isCancelled {
+            } catch  where Task.isCancelled {
                 return
             } catch {
                 guard configuration.reconnect else { throw error }

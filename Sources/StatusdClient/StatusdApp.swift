@@ -36,7 +36,11 @@ public struct StatusdApp: Sendable {
 
     /// One page of the app's users by presence (`online`, or `offline` for everyone else), with their profiles;
     /// the page's `cursor` asks for the next one and is nil at the end.
-    public func listUsers(status: PresenceFilter? = nil, limit: Int? = nil, cursor: String? = nil) async throws
+    public func listUsers(
+        status: PresenceFilter? = nil,
+        limit: Int? = nil,
+        cursor: String? = nil
+    ) async throws
         -> UserPage
     {
         try await unwrapped {

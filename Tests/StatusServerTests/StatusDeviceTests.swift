@@ -17,7 +17,11 @@ import Testing
         return (bound, app)
     }
 
-    private func device(_ api: APIClient, _ app: StatusdApp, _ change: (inout StatusDeviceConfiguration) -> Void = { _ in }) throws
+    private func device(
+        _ api: APIClient,
+        _ app: StatusdApp,
+        _ change: (inout StatusDeviceConfiguration) -> Void = { _ in }
+    ) throws
         -> StatusDevice
     {
         var configuration = StatusDeviceConfiguration(serverURL: try api.endpoint().serverURL, deviceId: "alice-phone", platform: .ios)

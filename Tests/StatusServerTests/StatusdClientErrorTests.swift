@@ -1,5 +1,6 @@
 import Foundation
 import RedisClient
+import StatusServer
 import StatusdClient
 import Testing
 
@@ -48,7 +49,8 @@ import Testing
     }
 
     @Test func anUnreachableRedisIs503() async throws {
-        try await withStatusd(.live, configure: { $0.redis = RedisConfiguration(endpoint: .tcp(host: "127.0.0.1", port: 1)) }) { api in
+        let closedPort: (inout ServerConfiguration) -> Void = { $0.redis = RedisConfiguration(endpoint: .tcp(host: "127.0.0.1", port: 1)) }
+        try await withStatusd(.live, configure: closedPort) { api in
             await expectError(.unavailable, 503) { try await api.adminFacade().createApp("unreachable") }
         }
     }

@@ -45,7 +45,8 @@ enum OpenAPIDocumentFile {
     static let serverCopy = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources/StatusServer/Resources/openapi.json")
-    static let generatorInput = serverCopy
+    static let generatorInput =
+        serverCopy
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("StatusdClient/openapi.json")
 
