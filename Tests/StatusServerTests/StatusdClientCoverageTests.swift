@@ -12,6 +12,19 @@ import Testing
         #expect(served == generated)
     }
 
+    /// `InitialAppConfig` (a create's config, which may be null) stands for `AppConfigPatch` in the generated client, so
+    /// the two must describe the same members.
+    @Test func theInitialConfigHasTheMembersOfAPatch() throws {
+        let document = try JSONSerialization.jsonObject(with: Data(contentsOf: OpenAPIDocumentFile.serverCopy)) as? [String: Any]
+        let schemas = (document?["components"] as? [String: Any])?["schemas"] as? [String: Any]
+        let initial = try #require(schemas?["InitialAppConfig"] as? [String: Any])
+        let patch = try #require(schemas?["AppConfigPatch"] as? [String: Any])
+        let initialMembers = try JSONSerialization.data(withJSONObject: initial["properties"] ?? [:], options: .sortedKeys)
+        let patchMembers = try JSONSerialization.data(withJSONObject: patch["properties"] ?? [:], options: .sortedKeys)
+        #expect(initialMembers == patchMembers)
+        #expect(initial["additionalProperties"] as? Bool == false && patch["additionalProperties"] as? Bool == false)
+    }
+
     @Test func everyOperationOfTheDocumentIsCalledThroughTheFacade() async throws {
         let documented = try OpenAPIDocumentFile.operationIds(under: "/v1/apps")
         #expect(documented.count >= 27, "the document lists \(documented.sorted())")
