@@ -31,6 +31,8 @@ public final class StatusDevice: Sendable {
         var resume: String?
         var welcome: StatusDeviceWelcome?
         var welcomedThisConnection = false
+        /// The consumer fell behind on this connection: the next connect backs off as after a failure.
+        var overflowed = false
         var ended = false
     }
 
@@ -74,7 +76,7 @@ public final class StatusDevice: Sendable {
     private func connectAndReconnect() async throws {
         let backoff = ReconnectBackoff(minimum: configuration.minReconnectDelay, maximum: configuration.maxReconnectDelay)
         var attempt = 0
-        while !Task.isCancelled {
+        while !Task.isCancelled && !state.withLock({ $0.ended }) {
             let cause: String
             do {
                 if try await connectOnce() { attempt = 0 }
@@ -138,8 +140,15 @@ public final class StatusDevice: Sendable {
     /// Logs the device out: the server files its departure and closes it, and ``run()`` returns without reconnecting.
     @discardableResult
     public func logout() async throws -> UserStatus {
+        // Marked before sending: the server closes the socket right after its reply, and the close must not be taken
+        // for a loss to reconnect from.
         state.withLock { $0.ended = true }
-        return try await request("logout", NoFields(), as: UserStatus.self)
+        do {
+            return try await request("logout", NoFields(), as: UserStatus.self)
+        } catch {
+            state.withLock { $0.ended = false }
+            throw error
+        }
     }
 
     /// Sends `{"id", "op", …fields}` and waits for the reply with that id, at most
@@ -184,7 +193,8 @@ public final class StatusDevice: Sendable {
 
     // MARK: - Connection
 
-    /// One connection, from the upgrade to the close; returns whether it was welcomed.
+    /// One connection, from the upgrade to the close; returns whether it was welcomed (and not given up because the
+    /// consumer fell behind), which resets the backoff.
     private func connectOnce() async throws -> Bool {
         let token = try await token()
         var headers = HTTPFields()
@@ -195,11 +205,14 @@ public final class StatusDevice: Sendable {
             autoPing: .disabled
         )
         let url = configuration.connectURL(resume: state.withLock { $0.resume })
-        state.withLock { $0.welcomedThisConnection = false }
+        state.withLock {
+            $0.welcomedThisConnection = false
+            $0.overflowed = false
+        }
         _ = try await WebSocketClient.connect(url: url, configuration: webSocketConfiguration, logger: logger) { inbound, outbound, _ in
             try await self.session(inbound: inbound, outbound: outbound)
         }
-        return state.withLock { $0.welcomedThisConnection }
+        return state.withLock { $0.welcomedThisConnection && !$0.overflowed }
     }
 
     /// Reads the connection's frames and, once welcomed, heartbeats beside them; when reading ends the heartbeats stop
@@ -221,6 +234,7 @@ public final class StatusDevice: Sendable {
                     group.addTask { try await self.heartbeats(every: interval, outbound: outbound) }
                 case .overflowed:
                     logger.warning("event buffer full: reconnecting for a snapshot")
+                    state.withLock { $0.overflowed = true }
                     break reading
                 }
             }

@@ -30,6 +30,17 @@ import Testing
         return StatusDevice(configuration: configuration) { try await app.mintToken(for: "alice", ttlSeconds: 600).token }
     }
 
+    /// Runs the device for at most `limit`: then its events end, so that a test waiting for one that never comes fails
+    /// instead of hanging.
+    private func run(_ device: StatusDevice, atMost limit: Duration = .seconds(30)) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await device.run() }
+            group.addTask { try await Task.sleep(for: limit) }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
     /// The next event that `match` accepts (others are skipped), within `timeout`.
     private func next<Value: Sendable>(
         _ events: inout AsyncStream<StatusDeviceEvent>.Iterator,
@@ -59,7 +70,7 @@ import Testing
                 $0.minReconnectDelay = .seconds(1)
             }
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await device.run() }
+                group.addTask { try await run(device) }
                 var events = device.events.makeAsyncIterator()
                 let first = try await next(&events) { if case .welcome(let welcome) = $0 { welcome } else { nil } }
                 #expect(first.userId == "alice" && first.deviceId == "alice-phone")
@@ -94,7 +105,7 @@ import Testing
             let (_, app) = try await setUp(api)
             let device = try device(api, app)
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await device.run() }
+                group.addTask { try await run(device) }
                 var events = device.events.makeAsyncIterator()
                 _ = try await next(&events) { if case .welcome(let welcome) = $0 { welcome } else { nil } }
                 async let set = device.setSelfStatus(customStatus: "on the phone")
@@ -109,6 +120,32 @@ import Testing
                 #expect(!reason.isEmpty)
                 try await group.next()
                 #expect(await events.next() == nil, "the events end with the device")
+            }
+        }
+    }
+
+    /// A consumer that stops reading loses the oldest events, and the device reconnects so that a snapshot brings it
+    /// the current statuses.
+    @Test func aConsumerThatFellBehindIsBroughtBackByASnapshot() async throws {
+        try await withStatusd(.live) { api in
+            let (_, app) = try await setUp(api)
+            let device = try device(api, app) { $0.eventBufferSize = 4 }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await run(device) }
+                let deadline = ContinuousClock.now + .seconds(5)
+                while !device.isConnected {
+                    guard ContinuousClock.now < deadline else { throw TestAppError(message: "the device did not connect") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                for change in 1...10 { try await app.setSelfStatus("bob", customStatus: "change \(change)") }
+                try await Task.sleep(for: .milliseconds(500))
+                var events = device.events.makeAsyncIterator()
+                let bob = try await next(&events, within: .seconds(10)) { event -> UserStatus? in
+                    guard case .statusChanged(let statuses, true, _) = event else { return nil }
+                    return statuses.first { $0.userId == "bob" && $0.customStatus == "change 10" }
+                }
+                #expect(bob.customStatus == "change 10")
+                group.cancelAll()
             }
         }
     }
