@@ -93,7 +93,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The HTTP API generated from the document the server serves, a facade with the SPEC's operation names, and the
-        // device client. The server does not depend on it, so the generator plugin never runs in the server's build.
+        // device client. The server does not depend on it: building statusd neither generates nor compiles it.
         .target(
             name: "StatusdClient",
             dependencies: [
