@@ -1,4 +1,5 @@
 import Foundation
+import StatusdClient
 
 /// What the set-up phase created: the app, its API key and one device token per user.
 struct ProvisionedApp: Sendable {
@@ -18,23 +19,22 @@ struct AppProvisioner: Sendable {
     static func userId(_ index: Int) -> String { "u\(index)" }
 
     /// The app config the loader creates its app with.
-    static func config(subscriptionsPerUser: Int, friendNotify: Bool, multiDeviceSync: Bool, offlineGraceSeconds: Int = 0) -> [String: Any] {
-        var config: [String: Any] = [
-            "plan": "premium",
-            "statusQuery": true,
-            "friendStatusNotify": friendNotify,
-            "multiDeviceSync": multiDeviceSync,
-            "subscriptionLimit": max(200, subscriptionsPerUser),
-            "rateLimit": ["calls": 100_000_000, "windowSeconds": 1],
-            "connectRateLimit": ["calls": 100_000_000, "windowSeconds": 1],
-            "heartbeatTimeoutSeconds": 3600,
-        ]
-        // Named only when asked for, so that the loader also drives nodes that predate the flag.
-        if offlineGraceSeconds > 0 { config["offlineGraceSeconds"] = offlineGraceSeconds }
-        return config
+    static func config(subscriptionsPerUser: Int, friendNotify: Bool, multiDeviceSync: Bool, offlineGraceSeconds: Int = 0) -> AppConfigPatch {
+        AppConfigPatch(
+            plan: .premium,
+            statusQuery: true,
+            friendStatusNotify: friendNotify,
+            multiDeviceSync: multiDeviceSync,
+            subscriptionLimit: max(200, subscriptionsPerUser),
+            rateLimit: .init(calls: 100_000_000, windowSeconds: 1),
+            heartbeatTimeoutSeconds: 3600,
+            connectRateLimit: .init(calls: 100_000_000, windowSeconds: 1),
+            // Named only when asked for, so that the loader also drives nodes that predate the flag.
+            offlineGraceSeconds: offlineGraceSeconds > 0 ? offlineGraceSeconds : nil
+        )
     }
 
-    func provision(appId: String, config: [String: Any], existingAPIKey: String?, users: [Int]) async throws -> ProvisionedApp {
+    func provision(appId: String, config: AppConfigPatch, existingAPIKey: String?, users: [Int]) async throws -> ProvisionedApp {
         let started = Date()
         let apiKey: String
         if let existingAPIKey {
@@ -43,13 +43,14 @@ struct AppProvisioner: Sendable {
             apiKey = try await client.createApp(appId, config: config)
         }
         let client = client
+        let app = client.app(appId, apiKey: apiKey)
         let graph = graph
         let tokens = TokenTable(count: graph.userCount)
         try await forEachConcurrently(users.count, limit: concurrency) { index in
             let user = users[index]
             let id = Self.userId(user)
-            try await client.putUser(app: appId, apiKey: apiKey, user: id)
-            tokens.set(user, try await client.token(app: appId, apiKey: apiKey, user: id))
+            try await client.retrying { try await app.putUser(id) }
+            tokens.set(user, try await client.retrying { try await app.mintToken(for: id).token })
         }
         Console.line(String(format: "setup: app %@, %d users with tokens (%.1f s)", appId, users.count, Date().timeIntervalSince(started)))
         let subscriptionCount = users.reduce(0) { $0 + graph.subscriptions[$1].count }
@@ -61,7 +62,7 @@ struct AppProvisioner: Sendable {
                 var start = 0
                 while start < targets.count {
                     let batch = Array(targets[start..<min(start + 100, targets.count)])
-                    try await client.subscribe(app: appId, apiKey: apiKey, user: Self.userId(user), to: batch)
+                    try await client.retrying { try await app.subscribeUserStatus(batch, for: Self.userId(user)) }
                     start += 100
                 }
             }
@@ -74,7 +75,7 @@ struct AppProvisioner: Sendable {
                 let user = users[index]
                 let friends = graph.friendsAdded[user].map { Self.userId(Int($0)) }
                 guard !friends.isEmpty else { return }
-                try await client.addFriends(app: appId, apiKey: apiKey, user: Self.userId(user), friends: friends)
+                try await client.retrying { try await app.addFriends(Self.userId(user), friends) }
             }
             Console.line(String(format: "setup: %d friendships (%.1f s)", friendCount, Date().timeIntervalSince(phase)))
         }

@@ -1,3 +1,5 @@
+import StatusdClient
+
 /// Sends status changes at a target rate: each change is a `setSelfStatus` whose custom status is
 /// `"<seq>:<send time, monotonic µs>"`, made by a random connected device over its WebSocket (the frame is written on
 /// the device's event loop), or with `PUT .../status` through the server API (`--via http`, at most 256 calls in
@@ -10,9 +12,7 @@ struct ChangeDriver: Sendable {
 
     /// The server API target of `--via http`.
     struct HTTPChanges: Sendable {
-        let client: SetupClient
-        let appId: String
-        let apiKey: String
+        let app: StatusdApp
     }
 
     /// Sends `rate` changes per second for `seconds`, paced against a monotonic clock (late ticks are sent at once).
@@ -42,7 +42,7 @@ struct ChangeDriver: Sendable {
                     let user = AppProvisioner.userId(pick.user)
                     group.addTask {
                         do {
-                            try await http.client.setStatus(app: http.appId, apiKey: http.apiKey, user: user, customStatus: customStatus)
+                            try await http.app.setSelfStatus(user, customStatus: customStatus)
                             stats.recordHTTPReply(ok: true)
                         } catch {
                             stats.recordHTTPReply(ok: false)

@@ -20,7 +20,7 @@ final class DeviceConnector: Sendable {
         /// snapshot on every connect.
         init(url: String, snapshot: Bool = false) throws {
             guard let components = URLComponents(string: url), let host = components.host else {
-                throw SetupError("bad --url \(url)", retryable: false)
+                throw SetupError("bad --url \(url)")
             }
             let port = components.port ?? (components.scheme == "https" ? 443 : 80)
             address = try SocketAddress.makeAddressResolvingHost(host, port: port)

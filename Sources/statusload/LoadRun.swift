@@ -8,6 +8,18 @@ struct LoadRun: Sendable {
     let plan: LoadPlan
 
     func run() async throws -> LoadReport {
+        let client = try SetupClient(baseURL: plan.urls[0], adminKey: plan.adminKey, maxConnections: max(plan.setupConcurrency, 8))
+        do {
+            let report = try await run(client: client)
+            try await client.shutdown()
+            return report
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
+    }
+
+    private func run(client: SetupClient) async throws -> LoadReport {
         let plan = plan
         let graph = SocialGraph(
             userCount: plan.users,
@@ -17,7 +29,6 @@ struct LoadRun: Sendable {
             seed: plan.seed
         )
         let endpoints = try plan.urls.map { try DeviceConnector.Endpoint(url: $0, snapshot: plan.snapshot) }
-        let client = SetupClient(baseURL: plan.urls[0], adminKey: plan.adminKey, maxConnections: max(plan.setupConcurrency, 8))
         let setupStart = ContinuousClock.now
         let app = try await AppProvisioner(client: client, graph: graph, concurrency: plan.setupConcurrency).provision(
             appId: plan.appId,
@@ -77,7 +88,7 @@ struct LoadRun: Sendable {
                 let driver = ChangeDriver(
                     registry: registry,
                     stats: stats,
-                    http: plan.viaHTTP ? ChangeDriver.HTTPChanges(client: client, appId: app.appId, apiKey: app.apiKey) : nil,
+                    http: plan.viaHTTP ? ChangeDriver.HTTPChanges(app: client.app(app.appId, apiKey: app.apiKey)) : nil,
                     node: plan.changesOnNode
                 )
                 let churnDriver = ChurnDriver(registry: registry, stats: stats)
@@ -144,7 +155,7 @@ struct LoadRun: Sendable {
                         // Reconnects still in flight settle first; then the server's view is compared with the loader's.
                         try? await Task.sleep(for: .seconds(max(plan.drain, 1)))
                         let connectedUsers = registry.connectedUserCount
-                        if let listed = try? await client.countOnlineUsers(app: app.appId, apiKey: app.apiKey) {
+                        if let listed = try? await client.countOnlineUsers(app: client.app(app.appId, apiKey: app.apiKey)) {
                             churn?.census = LoadReport.Census(
                                 usersConnected: connectedUsers,
                                 onlineListed: listed,
@@ -169,7 +180,7 @@ struct LoadRun: Sendable {
             }
             if churn?.census != nil {
                 try? await Task.sleep(for: .seconds(2))
-                churn?.census?.onlineAfterClose = try? await client.countOnlineUsers(app: app.appId, apiKey: app.apiKey)
+                churn?.census?.onlineAfterClose = try? await client.countOnlineUsers(app: client.app(app.appId, apiKey: app.apiKey))
             }
             let report = LoadReport(
                 date: ISO8601DateFormatter().string(from: Date()),

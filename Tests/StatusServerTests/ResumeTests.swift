@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RedisClient
 import StatusCore
+import StatusdClient
 import Testing
 
 @testable import StatusServer
@@ -11,13 +12,14 @@ import Testing
 /// current status of every user it may hear about whose version moved meanwhile. Unknown or expired tokens are ignored.
 @Suite struct ResumeTests {
     /// alice subscribes to bob and carol; carol's change happens well before alice's session, bob's while she is away.
-    private func setUp(_ app: APIClient) async throws {
-        try await app.createUsers(["alice", "bob", "carol"])
-        expectOK(try await app.subscribe("alice", ["bob", "carol"]))
-        expectOK(try await app.setStatus("carol", "older news"))
+    private func setUp(_ api: APIClient) async throws {
+        let app = try api.appFacade()
+        for user in ["alice", "bob", "carol"] { try await app.putUser(user) }
+        #expect(try await app.subscribeUserStatus(["bob", "carol"], for: "alice").subscribed == ["bob", "carol"])
+        try await app.setSelfStatus("carol", customStatus: "older news")
         // bob has been seen, so his status has a lastActiveAt.
-        expectOK(try await app.login("bob", "bob-phone"))
-        expectOK(try await app.logout("bob", "bob-phone"))
+        try await app.backendLogin("bob", device: "bob-phone", platform: .web)
+        try await app.backendLogout("bob", device: "bob-phone")
         // Changes this much older than the session are never resent (the node's clock margin is 1 s).
         try await Task.sleep(for: .milliseconds(1100))
     }
@@ -139,10 +141,11 @@ import Testing
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await setUp(app)
-            try await app.createUsers(["dave"])
-            expectOK(try await app.call(.put, "/users/bob", ["lastSeenPrivacy": "nobody"]))
+            let facade = try app.appFacade()
+            try await facade.putUser("dave")
+            try await facade.putUser("bob", profile: UserProfileInput(lastSeenPrivacy: .nobody))
             // alice and dave are friends, but without friendStatusNotify or the friends scope she does not hear of him.
-            expectOK(try await app.call(.put, "/users/alice/friends", ["userIds": ["dave"]]))
+            try await facade.addFriends("alice", ["dave"])
             let port = api.client.port!
             let token = try await sessionThatLosesItsSocket(app, port: port)
             expectOK(try await app.setStatus("bob", "missed"))
@@ -181,8 +184,8 @@ import Testing
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await setUp(app)
-            expectOK(try await app.call(.put, "/users/dave", ["role": "ops"]))
-            expectOK(try await app.call(.put, "/users/erin", ["role": "guest"]))
+            try await app.appFacade().putUser("dave", profile: UserProfileInput(role: "ops"))
+            try await app.appFacade().putUser("erin", profile: UserProfileInput(role: "guest"))
             let port = api.client.port!
             for scope in ["all", "roles:ops"] {
                 let token = try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "wall", presence: scope)) { _, welcome in

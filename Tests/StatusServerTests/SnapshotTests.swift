@@ -1,5 +1,6 @@
 import Foundation
 import StatusCore
+import StatusdClient
 import Testing
 
 @testable import StatusServer
@@ -18,11 +19,12 @@ import Testing
     @Test func theSnapshotFollowsTheWelcomeWithWhatTheDeviceMayHear() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "friendStatusNotify": true])
-            try await app.createUsers(["watcher", "alice", "bob", "carol", "dave", "loner"])
-            expectOK(try await app.subscribe("watcher", ["alice", "bob"]))
-            expectOK(try await app.call(.put, "/users/watcher/friends", ["userIds": ["carol"]]))
-            expectOK(try await app.call(.put, "/users/bob/blocks", ["userIds": ["watcher"]]))
-            expectOK(try await app.setStatus("alice", "here"))
+            let facade = try app.appFacade()
+            for user in ["watcher", "alice", "bob", "carol", "dave", "loner"] { try await facade.putUser(user) }
+            try await facade.subscribeUserStatus(["alice", "bob"], for: "watcher")
+            try await facade.addFriends("watcher", ["carol"])
+            try await facade.addBlocks("bob", ["watcher"])
+            try await facade.setSelfStatus("alice", customStatus: "here")
             let port = api.client.port!
             try await app.withDevice(port: port, userId: "watcher", DeviceOptions(deviceId: "w1", snapshot: true)) { device, _ in
                 try await device.waitFor { $0["event"] == "onUserStatusChanged" }
@@ -50,8 +52,9 @@ import Testing
         try await withStatusd(.live, configure: smallScope) { api in
             let app = try await api.createApp(config: premiumConfig)
             let online = ["o1", "o2", "o3", "o4"]
-            try await app.createUsers(["watcher", "offline"] + online)
-            for user in online { expectOK(try await app.login(user, "d")) }
+            let facade = try app.appFacade()
+            for user in ["watcher", "offline"] + online { try await facade.putUser(user) }
+            for user in online { try await facade.backendLogin(user, device: "d", platform: .web) }
             try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1", presence: "all", snapshot: true)) {
                 device,
                 _ in

@@ -1,0 +1,91 @@
+import Foundation
+import StatusdClient
+import Testing
+
+/// The generated client and its facade against a live statusd: every operation of the admin and server API in the
+/// document is called through the facade, and answers as the SPEC says.
+@Suite struct StatusdClientCoverageTests {
+    /// The generator reads the server's own document (a link, not a copy).
+    @Test func theGeneratorReadsTheDocumentTheServerServes() throws {
+        let served = try Data(contentsOf: OpenAPIDocumentFile.serverCopy)
+        let generated = try Data(contentsOf: OpenAPIDocumentFile.generatorInput)
+        #expect(served == generated)
+    }
+
+    /// `InitialAppConfig` (a create's config, which may be null) stands for `AppConfigPatch` in the generated client, so
+    /// the two must describe the same members.
+    @Test func theInitialConfigHasTheMembersOfAPatch() throws {
+        let document = try JSONSerialization.jsonObject(with: Data(contentsOf: OpenAPIDocumentFile.serverCopy)) as? [String: Any]
+        let schemas = (document?["components"] as? [String: Any])?["schemas"] as? [String: Any]
+        let initial = try #require(schemas?["InitialAppConfig"] as? [String: Any])
+        let patch = try #require(schemas?["AppConfigPatch"] as? [String: Any])
+        let initialMembers = try JSONSerialization.data(withJSONObject: initial["properties"] ?? [:], options: .sortedKeys)
+        let patchMembers = try JSONSerialization.data(withJSONObject: patch["properties"] ?? [:], options: .sortedKeys)
+        #expect(initialMembers == patchMembers)
+        #expect(initial["additionalProperties"] as? Bool == false && patch["additionalProperties"] as? Bool == false)
+    }
+
+    @Test func everyOperationOfTheDocumentIsCalledThroughTheFacade() async throws {
+        let documented = try OpenAPIDocumentFile.operationIds(under: "/v1/apps")
+        #expect(documented.count >= 27, "the document lists \(documented.sorted())")
+        let recorder = OperationRecorder()
+        try await withStatusd(.live) { api in
+            let admin = try api.adminFacade(middlewares: [recorder])
+            let appId = "c" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+
+            let created = try await admin.createApp(appId, config: AppConfigPatch(plan: .premium, statusQuery: true))
+            #expect(created.appId == appId && !created.apiKey.isEmpty)
+            #expect(created.config.plan == .premium)
+            #expect(try await admin.listApps().contains(appId))
+            #expect(try await admin.getApp(appId).config.statusQuery)
+            #expect(try await admin.patchAppConfig(appId, AppConfigPatch(friendStatusNotify: true)).friendStatusNotify)
+
+            var bound = api
+            bound.appId = appId
+            bound.apiKey = created.apiKey
+            let app = try bound.appFacade(middlewares: [recorder])
+            #expect(try await app.putUser("alice", profile: UserProfileInput(name: "Alice")).name == "Alice")
+            try await app.putUser("bob")
+            try await app.putUser("carol")
+            #expect(try await app.getUser("alice").name == "Alice")
+            let minted = try await app.mintToken(for: "alice", ttlSeconds: 60)
+            #expect(minted.token.split(separator: ".").count == 3)
+            #expect(minted.expiresAt > Int(Date().timeIntervalSince1970 * 1000))
+
+            #expect(try await app.addFriends("alice", ["bob"]) == ["bob"])
+            #expect(try await app.getFriends("bob") == ["alice"])
+            #expect(try await app.removeFriends("alice", ["bob"]).isEmpty)
+            #expect(try await app.addBlocks("alice", ["carol"]).byMe == ["carol"])
+            #expect(try await app.getBlocks("carol", direction: .me).me == ["alice"])
+            #expect(try await app.removeBlocks("alice", ["carol"]).byMe == [])
+
+            let own = try await app.setSelfStatus("alice", customStatus: "writing", availability: .busy)
+            #expect(own.customStatus == "writing" && own.availability == .busy)
+            let subscribed = try await app.subscribeUserStatus(["alice", "bob"], for: "carol")
+            #expect(subscribed.subscribed == ["alice", "bob"])
+            #expect(subscribed.statuses.first { $0.userId == "alice" }?.customStatus == "writing")
+            #expect(try await app.listSubscriptions("carol") == ["alice", "bob"])
+            let seen = try await app.getUserStatus(["alice"], as: "carol")
+            #expect(seen.statuses.map(\.userId) == ["alice"] && seen.failures.isEmpty)
+            #expect(try await app.unsubscribeUserStatus(nil, for: "carol").unsubscribed.sorted() == ["alice", "bob"])
+
+            #expect(try await app.backendLogin("bob", device: "bob-desk", platform: .macos).statusType == .online)
+            #expect(try await app.backendHeartbeat("bob", device: "bob-desk").statusType == .online)
+            let detailed = try await app.backendQuery(["bob"], detail: true)
+            #expect(detailed.statuses.first?.onlineDevices?.map(\.deviceId) == ["bob-desk"])
+            #expect(try await app.listUsers(status: .online, limit: 10).users.map(\.value1.userId) == ["bob"])
+            #expect(try await app.backendLogout("bob", device: "bob-desk").statusType == .unlogined)
+            try await app.backendLogin("bob", device: "bob-desk", platform: .macos)
+            #expect(try await app.kick("bob", device: "bob-desk") == ["bob-desk"])
+            #expect((try await admin.getAppStats(appId)).appId == appId)
+
+            try await app.deleteUser("carol")
+            let gone = await #expect(throws: StatusdError.self) { try await app.getUser("carol") }
+            #expect(gone?.code == .userNotFound)
+            try await admin.deleteApp(appId)
+            #expect(try await !admin.listApps().contains(appId))
+        }
+        let missing = documented.subtracting(recorder.operationIds)
+        #expect(missing.isEmpty, "operations of the document no facade call reaches: \(missing.sorted())")
+    }
+}
