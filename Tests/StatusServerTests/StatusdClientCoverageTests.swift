@@ -2,6 +2,8 @@ import Foundation
 import StatusdClient
 import Testing
 
+import struct StatusServer.ServerConfiguration
+
 /// The generated client and its facade against a live statusd: every operation of the admin and server API in the
 /// document is called through the facade, and answers as the SPEC says.
 @Suite struct StatusdClientCoverageTests {
@@ -29,7 +31,9 @@ import Testing
         let documented = try OpenAPIDocumentFile.operationIds(under: "/v1/apps")
         #expect(documented.count >= 27, "the document lists \(documented.sorted())")
         let recorder = OperationRecorder()
-        try await withStatusd(.live) { api in
+        // The facades' HTTP client keeps its connections: a short idle timeout lets the node stop without waiting on them.
+        let shortIdle: (inout ServerConfiguration) -> Void = { $0.httpIdleTimeoutSeconds = 1 }
+        try await withStatusd(.live, configure: shortIdle) { api in
             let admin = try api.adminFacade(middlewares: [recorder])
             let appId = "c" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
 

@@ -56,6 +56,17 @@ cluster_start() {
 cluster_stop() {
     local dir=$1 pidfile
     for pidfile in "$dir"/redis-*.pid; do
-        [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+        [ -f "$pidfile" ] && redis_stop "$pidfile"
     done
+    return 0
+}
+
+# redis_stop PIDFILE: stops that redis-server and waits (at most 5 s) until it has exited: it reopens its log file for
+# every line, so its directory can only be removed once it is gone.
+redis_stop() {
+    local pid
+    pid=$(cat "$1" 2>/dev/null) || return 0
+    kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    return 0
 }
