@@ -39,30 +39,27 @@ local before = public_of(s)
 local previous = s[9] or ''
 local changed = 0
 local custom_changed = 0
+-- Stores `value` in `field` (read_with_copy's position `index`): deleted now when '', else written with the rest.
+local function put(field, index, value)
+    if value == '' then
+        redis.call('HDEL', KEYS[1], field)
+        s[index] = nil
+    else
+        writes[#writes + 1] = field
+        writes[#writes + 1] = value
+        s[index] = value
+    end
+end
 if ARGV[6] ~= '1' and (s[2] or '') ~= ARGV[1] then
     changed = 1
     custom_changed = 1
-    if ARGV[1] == '' then
-        redis.call('HDEL', KEYS[1], 'cs')
-        s[2] = nil
-    else
-        writes[#writes + 1] = 'cs'
-        writes[#writes + 1] = ARGV[1]
-        s[2] = ARGV[1]
-    end
+    put('cs', 2, ARGV[1])
 end
 -- SPEC §10.2: a custom status set or cleared brings its expiry (or none) with it.
 local expires = (ARGV[6] ~= '1' and ARGV[1] ~= '') and ARGV[8] or ''
 if ARGV[6] ~= '1' and (s[13] or '') ~= expires then
     changed = 1
-    if expires == '' then
-        redis.call('HDEL', KEYS[1], 'ce')
-        s[13] = nil
-    else
-        writes[#writes + 1] = 'ce'
-        writes[#writes + 1] = expires
-        s[13] = expires
-    end
+    put('ce', 13, expires)
 end
 local wanted = ARGV[7]
 if wanted == 'available' then
@@ -70,14 +67,7 @@ if wanted == 'available' then
 end
 if ARGV[7] ~= '' and (s[9] or '') ~= wanted then
     changed = 1
-    if wanted == '' then
-        redis.call('HDEL', KEYS[1], 'av')
-        s[9] = nil
-    else
-        writes[#writes + 1] = 'av'
-        writes[#writes + 1] = wanted
-        s[9] = wanted
-    end
+    put('av', 9, wanted)
     if wanted == 'invisible' then
         -- SPEC §10.5: shown as a user who went offline now, or as they were when not online.
         if s[1] == 'online' then
