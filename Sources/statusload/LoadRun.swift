@@ -36,7 +36,8 @@ struct LoadRun: Sendable {
                 subscriptionsPerUser: plan.subscriptions,
                 friendNotify: plan.friendNotify,
                 multiDeviceSync: plan.multiDeviceSync,
-                offlineGraceSeconds: plan.offlineGraceSeconds
+                offlineGraceSeconds: plan.offlineGraceSeconds,
+                reconnects: plan.churn > 0
             ),
             existingAPIKey: plan.existingAPIKey,
             users: plan.localUsers

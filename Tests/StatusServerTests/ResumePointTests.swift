@@ -33,10 +33,13 @@ import Testing
         var log = RecentDeliveries()
         for index in 0..<40 { log.record(userId: "u\(index % 20)", version: Int64(index), atMs: Int64(index)) }
         #expect(log.entries.count == RecentDeliveries.capacity)
+        #expect(log.entries.map(\.atMs) == Array(24..<40), "the last writes, oldest first")
         #expect(log.versions(since: 38) == ["u18": 38, "u19": 39])
         log.record(userId: "u19", version: 41, atMs: 41)
-        #expect(log.versions(since: 40) == ["u19": 41])
+        #expect(log.versions(since: 39) == ["u19": 41], "a user written twice: the later version")
         #expect(log.entries.count == RecentDeliveries.capacity)
+        #expect(log.versions(since: 0)["u4"] == nil, "overwritten: the oldest goes first")
+        #expect(log.versions(since: 0)["u5"] == 25)
     }
 
     @Test func aTokenResumesFromTheRecordedLossOfItsOwnConnectionOnly() {
