@@ -14,15 +14,26 @@ import Testing
         #expect(ResumePoint(stored: "garbage") == nil)
         #expect(ResumePoint(stored: "a b c") == nil)
         #expect(ResumePoint(stored: "a notanumber") == nil)
-        let sent = ResumePoint(connection: "c1", lostAt: 5, delivered: ["alice": 3, "b.o-b@x": 12])
+        let sent = ResumePoint(connection: "c1", lostAt: 5, delivered: [key("alice"): 3, key("b.o-b@x"): 12])
         #expect(ResumePoint(stored: sent.stored) == sent)
         #expect(ResumePoint(stored: "c1 5 alice:x") == nil)
+        #expect(ResumePoint(stored: "c1 5 #xyz:3") == nil)
+        // A point stored by an earlier version names users by their userId.
+        #expect(ResumePoint(stored: "c1 5 alice:3 b.o-b@x:12") == sent)
+    }
+
+    /// The key of a user is the same in every process (a resume may be served by another node): FNV-1a 64.
+    @Test func aUsersKeyIsFNV1a() {
+        #expect(ResumePoint.userKey("") == 0xcbf2_9ce4_8422_2325)
+        #expect(ResumePoint.userKey("a") == 0xaf63_dc4c_8601_ec8c)
+        #expect(ResumePoint.userKey("foobar") == 0x8594_4171_f739_67e8)
+        #expect(ResumePoint.userKey("alice") != ResumePoint.userKey("alicf"))
     }
 
     /// SPEC §7: a status is news to a resuming device when it moved since the loss and is not the version its socket
     /// was sent before it closed.
     @Test func aVersionTheSocketWasSentIsNoNews() {
-        let point = ResumePoint(connection: "c1", lostAt: 100, delivered: ["alice": 3])
+        let point = ResumePoint(connection: "c1", lostAt: 100, delivered: [key("alice"): 3])
         #expect(!point.isNews(userId: "alice", version: 3, versionTime: 150))
         #expect(point.isNews(userId: "alice", version: 4, versionTime: 160))
         #expect(point.isNews(userId: "bob", version: 3, versionTime: 150))
@@ -31,16 +42,21 @@ import Testing
 
     @Test func theLastDeliveriesAreKeptBoundedAndByUser() {
         var log = RecentDeliveries()
-        for index in 0..<40 { log.record(userId: "u\(index % 20)", version: Int64(index), atMs: Int64(index)) }
+        #expect(log.entries.isEmpty)
+        for index in 0..<3 { log.record(user: key("u\(index)"), version: Int64(index), atMs: Int64(index)) }
+        #expect(log.entries.map(\.atMs) == [0, 1, 2], "before the ring is full")
+        for index in 3..<40 { log.record(user: key("u\(index % 20)"), version: Int64(index), atMs: Int64(index)) }
         #expect(log.entries.count == RecentDeliveries.capacity)
         #expect(log.entries.map(\.atMs) == Array(24..<40), "the last writes, oldest first")
-        #expect(log.versions(since: 38) == ["u18": 38, "u19": 39])
-        log.record(userId: "u19", version: 41, atMs: 41)
-        #expect(log.versions(since: 39) == ["u19": 41], "a user written twice: the later version")
+        #expect(log.versions(since: 38) == [key("u18"): 38, key("u19"): 39])
+        log.record(user: key("u19"), version: 41, atMs: 41)
+        #expect(log.versions(since: 39) == [key("u19"): 41], "a user written twice: the later version")
         #expect(log.entries.count == RecentDeliveries.capacity)
-        #expect(log.versions(since: 0)["u4"] == nil, "overwritten: the oldest goes first")
-        #expect(log.versions(since: 0)["u5"] == 25)
+        #expect(log.versions(since: 0)[key("u4")] == nil, "overwritten: the oldest goes first")
+        #expect(log.versions(since: 0)[key("u5")] == 25)
     }
+
+    private func key(_ userId: String) -> UInt64 { ResumePoint.userKey(userId) }
 
     @Test func aTokenResumesFromTheRecordedLossOfItsOwnConnectionOnly() {
         let stored = ResumePoint(connection: "c1", lostAt: 90_000)

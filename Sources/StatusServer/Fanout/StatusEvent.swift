@@ -11,8 +11,9 @@ struct StatusEvent: Sendable {
     let frame: ByteBuffer
     /// The status object's JSON.
     let status: ByteBuffer
-    /// Whose status it is, and its version (``RecentDeliveries``).
-    let userId: String
+    /// Whose status it is (``ResumePoint/userKey(_:)``, computed once here for every recipient), and its version
+    /// (``RecentDeliveries``).
+    let userKey: UInt64
     let version: Int64
 
     private static let prefix = #"{"event":"onUserStatusChanged","statuses":["#
@@ -26,7 +27,7 @@ struct StatusEvent: Sendable {
     /// Wraps an already encoded status object.
     init(statusJSON: ByteBuffer, userId: String, version: Int64) {
         self.status = statusJSON
-        self.userId = userId
+        self.userKey = ResumePoint.userKey(userId)
         self.version = version
         let length = Self.prefix.utf8.count + statusJSON.readableBytes + Self.suffix.utf8.count
         var frame = ByteBufferAllocator().buffer(capacity: length + WebSocketWire.maxHeaderBytes)

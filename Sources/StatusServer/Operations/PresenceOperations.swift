@@ -174,7 +174,7 @@ struct PresenceOperations: Sendable {
         connection: String? = nil,
         staleBefore: Int64? = nil,
         lostAt: Int64? = nil,
-        delivered: [String: Int64] = [:]
+        delivered: [UInt64: Int64] = [:]
     ) async throws -> (removed: [String], status: UserStatus) {
         let result = try await statuses.remove(
             appId: app.appId,

@@ -11,9 +11,9 @@ struct ResumePoint: Sendable, Equatable {
     var connection: String
     /// Epoch ms from which changes are resent: the session's last sign of life, less ``clockMargin``.
     var lostAt: Int64
-    /// Versions the socket was sent from ``lostAt`` on, before it closed under the node (``RecentDeliveries``): a
-    /// status still at that version did not move while the device was away, and is not sent again.
-    var delivered: [String: Int64] = [:]
+    /// Versions the socket was sent from ``lostAt`` on, before it closed under the node (``RecentDeliveries``), by
+    /// ``userKey(_:)``: a status still at that version did not move while the device was away, and is not sent again.
+    var delivered: [UInt64: Int64] = [:]
 
     /// Subtracted from every moment a node measures, so that a node clock slightly ahead of Redis's (which stamps
     /// version changes) never makes a change look older than the loss. Resending a status the device had is harmless
@@ -23,19 +23,21 @@ struct ResumePoint: Sendable, Equatable {
     /// The longest token accepted; anything longer, or with other characters than a connection id has, is ignored.
     static let maxTokenLength = 64
 
-    /// The stored form, `"<connection> <lostAt>"` and one `<userId>:<version>` per delivered version (userIds hold
-    /// neither spaces nor colons, SPEC §1).
+    /// The stored form, `"<connection> <lostAt>"` and one `#<key>:<version>` per delivered version, the key in hex
+    /// (`#` is in no userId, SPEC §1).
     var stored: String {
-        ([connection, String(lostAt)] + delivered.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }).joined(separator: " ")
+        let versions = delivered.sorted { $0.key < $1.key }.map { "#\(String($0.key, radix: 16)):\($0.value)" }
+        return ([connection, String(lostAt)] + versions).joined(separator: " ")
     }
 
-    init(connection: String, lostAt: Int64, delivered: [String: Int64] = [:]) {
+    init(connection: String, lostAt: Int64, delivered: [UInt64: Int64] = [:]) {
         self.connection = connection
         self.lostAt = lostAt
         self.delivered = delivered
     }
 
-    /// Parses the stored form; nil when it is not one.
+    /// Parses the stored form; nil when it is not one. A point stored by an earlier version names users by their
+    /// userId (`<userId>:<version>`): read as the userId's key.
     init?(stored: String) {
         let parts = stored.split(separator: " ")
         guard parts.count >= 2, let lostAt = Int64(parts[1]) else { return nil }
@@ -43,8 +45,26 @@ struct ResumePoint: Sendable, Equatable {
         self.lostAt = lostAt
         for part in parts.dropFirst(2) {
             guard let colon = part.lastIndex(of: ":"), let version = Int64(part[part.index(after: colon)...]) else { return nil }
-            delivered[String(part[..<colon])] = version
+            let user = part[..<colon]
+            if user.first == "#" {
+                guard let key = UInt64(user.dropFirst(), radix: 16) else { return nil }
+                delivered[key] = version
+            } else {
+                delivered[Self.userKey(String(user))] = version
+            }
         }
+    }
+
+    /// A user's 64-bit key: FNV-1a over the userId's bytes, the same on every node and in every process (a resume may
+    /// be served by another node than the one that recorded the point). Two users sharing a key (odds near 2⁻⁶⁴ a
+    /// pair) would at worst have one change not resent to a resuming device when both were at the same version.
+    static func userKey(_ userId: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in userId.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return hash
     }
 
     /// Whether `token` could be a connection id at all (letters, digits, `-`; 1–64 chars): others are ignored unread.
@@ -70,7 +90,7 @@ struct ResumePoint: Sendable, Equatable {
     /// Whether a status at `version`, whose version last moved at `versionTime`, is news to the resuming device: it
     /// moved since ``lostAt`` and is not the version the socket was sent before it closed.
     func isNews(userId: String, version: Int64, versionTime: Int64?) -> Bool {
-        Self.moved(versionTime: versionTime, since: lostAt) && delivered[userId] != version
+        Self.moved(versionTime: versionTime, since: lostAt) && delivered[Self.userKey(userId)] != version
     }
 
     /// Whether a status whose version last moved at `versionTime` changed while the device was away (a status that

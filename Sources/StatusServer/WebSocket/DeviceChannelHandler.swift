@@ -39,7 +39,7 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
     /// Writes an event without flushing; true when the caller must flush this handler.
     func deliver(_ event: StatusEvent) -> Bool {
         let action = machine.deliver(event)
-        if case .write = action { delivered.record(userId: event.userId, version: event.version, atMs: DeviceSession.monotonicMs()) }
+        if case .write = action { delivered.record(user: event.userKey, version: event.version, atMs: DeviceSession.monotonicMs()) }
         perform(action)
         return needsFlush
     }

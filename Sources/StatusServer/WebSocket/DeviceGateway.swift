@@ -210,14 +210,19 @@ struct DeviceGateway: Sendable {
 
     /// Files how the device left, once its channel has closed: a drop, a timeout or a slow consumer make it gone
     /// (offline if last); a logout, kick or replacement was already written.
-    func depart(_ session: DeviceSession, because ending: DeviceSession.Ending, delivered: RecentDeliveries = RecentDeliveries()) {
-        if ending == .tooSlow { Metrics.slowConsumers.increment() }
+    func depart(_ session: DeviceSession, because ending: DeviceSession.Ending, delivered: borrowing RecentDeliveries) {
         // Events written since the device last showed a sign of life may never have reached it: a resume resends
         // what changed from then on (SPEC §7). A socket that closed under the node (not a silent one given up on)
         // was alive until then: the versions written to it in that window are recorded, and not sent again.
+        let sent = ending == .disconnected ? delivered.versions(since: session.lastActiveMs - ResumePoint.clockMargin) : [:]
+        depart(session, because: ending, sent: sent)
+    }
+
+    /// ``depart(_:because:delivered:)`` for a session with nothing recorded as written.
+    func depart(_ session: DeviceSession, because ending: DeviceSession.Ending, sent: [UInt64: Int64] = [:]) {
+        if ending == .tooSlow { Metrics.slowConsumers.increment() }
         let silence = session.silenceMs
         let lostAt = WallClock.nowMs() - silence - ResumePoint.clockMargin
-        let sent = ending == .disconnected ? delivered.versions(since: session.lastActiveMs - ResumePoint.clockMargin) : [:]
         let queued = work.submit { await fileDeparture(session, because: ending, lostAt: lostAt, delivered: sent) }
         if !queued {
             // Still on the node's device list: its reconciliation files the departure; the housekeeping drops the
@@ -227,7 +232,7 @@ struct DeviceGateway: Sendable {
         }
     }
 
-    private func fileDeparture(_ session: DeviceSession, because ending: DeviceSession.Ending, lostAt: Int64, delivered: [String: Int64]) async {
+    private func fileDeparture(_ session: DeviceSession, because ending: DeviceSession.Ending, lostAt: Int64, delivered: [UInt64: Int64]) async {
         let departure: PresenceOperations.Departure?
         switch ending {
         case .removed: departure = nil
