@@ -9,7 +9,10 @@ import StatusCore
 /// `GET /v1/connect`, the device WebSocket (SPEC §7), around the sessions: admits an upgrade (token, parameters,
 /// connect in Redis), runs a session's requests and files its departure. Everything asynchronous goes through the
 /// ``DeviceWorkQueue``; the sockets themselves are driven by ``DeviceChannelHandler`` on their event loops.
-struct DeviceGateway: Sendable {
+///
+/// A class: every device's handler and every connection's upgrader holds the gateway, and a reference is 8 bytes where
+/// a copy of the services it reaches is kilobytes per device.
+final class DeviceGateway: Sendable {
     let services: ServerServices
     let index: FanoutIndex
     let fanout: FanoutService
@@ -17,6 +20,22 @@ struct DeviceGateway: Sendable {
     let limits: DeviceConnectionStateMachine.Limits
     /// Per-app counters of this node, handed to each session.
     let activity: AppActivity
+
+    init(
+        services: ServerServices,
+        index: FanoutIndex,
+        fanout: FanoutService,
+        work: DeviceWorkQueue,
+        limits: DeviceConnectionStateMachine.Limits,
+        activity: AppActivity
+    ) {
+        self.services = services
+        self.index = index
+        self.fanout = fanout
+        self.work = work
+        self.limits = limits
+        self.activity = activity
+    }
 
     /// The path devices connect to.
     static let path = "/v1/connect"
@@ -48,7 +67,7 @@ struct DeviceGateway: Sendable {
         let promise = channel.eventLoop.makePromise(of: Admission.self)
         let queued = work.submit {
             do {
-                let (session, welcome) = try await open(head, channel: channel)
+                let (session, welcome) = try await self.open(head, channel: channel)
                 promise.succeed(.accepted(session, welcome: welcome))
             } catch {
                 promise.succeed(.refused(ErrorMiddleware<StatusRequestContext>.statusError(for: error)))
@@ -223,7 +242,7 @@ struct DeviceGateway: Sendable {
         if ending == .tooSlow { Metrics.slowConsumers.increment() }
         let silence = session.silenceMs
         let lostAt = WallClock.nowMs() - silence - ResumePoint.clockMargin
-        let queued = work.submit { await fileDeparture(session, because: ending, lostAt: lostAt, delivered: sent) }
+        let queued = work.submit { await self.fileDeparture(session, because: ending, lostAt: lostAt, delivered: sent) }
         if !queued {
             // Still on the node's device list: its reconciliation files the departure; the housekeeping drops the
             // bus channels nobody needs any more.
