@@ -98,7 +98,8 @@ local before = read_public(KEYS[1])
 -- nothing and the version stands.
 redis.call('HDEL', KEYS[1], 'gd', 'gu')
 -- SPEC §10.1: a new device (active unless a backend login says otherwise) may end automatic away.
-update_auto_away(KEYS[1], KEYS[3])
+local devices = read_devices(KEYS[3])
+update_auto_away(KEYS[1], devices)
 if before[1] ~= 'online' then
     redis.call('HSET', KEYS[1], 't', 'online')
 end
@@ -113,6 +114,6 @@ local header = { changed, previous, #kicked / 3 }
 for i = 1, #kicked do
     header[#header + 1] = kicked[i]
 end
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true)
+local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true, devices)
 publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply, public_change)
 return with_header(header, reply)

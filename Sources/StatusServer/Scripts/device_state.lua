@@ -35,12 +35,13 @@ if not moved then
 end
 local changed = 2
 local public_change = 0
-update_auto_away(KEYS[1], KEYS[3])
+local devices = read_devices(KEYS[3])
+update_auto_away(KEYS[1], devices)
 if before[1] == 'online' and shown_availability(before) ~= shown_availability(read_public(KEYS[1])) then
     bump_version(KEYS[1], now)
     public_change = settle_public(KEYS[1], before, now)
     changed = 1
 end
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true)
+local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true, devices)
 publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply, public_change)
 return with_header({ 1, changed }, reply)

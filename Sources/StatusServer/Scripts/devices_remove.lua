@@ -44,6 +44,7 @@ end
 local changed = 0
 local cleared = 0
 local public_change = 0
+local devices -- read once the devices are final (update_auto_away), and reused by status_reply
 if #removed > 0 then
     changed = 2
     local before = read_public(KEYS[1])
@@ -60,7 +61,8 @@ if #removed > 0 then
         redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
         changed = 1
     elseif left > 0 and before[1] == 'online' then
-        update_auto_away(KEYS[1], KEYS[3])
+        devices = read_devices(KEYS[3])
+        update_auto_away(KEYS[1], devices)
         if shown_availability(before) ~= shown_availability(read_public(KEYS[1])) then
             bump_version(KEYS[1], now)
             public_change = settle_public(KEYS[1], before, now)
@@ -70,7 +72,7 @@ if #removed > 0 then
 end
 local header = { changed, cleared, #removed / 2 }
 for _, value in ipairs(removed) do header[#header + 1] = value end
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], #removed > 0)
+local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], #removed > 0, devices)
 if changed ~= 0 then
     publish_status(ARGV[7], ARGV[8], ARGV[5], ARGV[6], changed, reply, public_change)
 end

@@ -140,16 +140,24 @@ local function device_word(d)
     return d.p
 end
 
--- SPEC §10.1 / §10.4: sets `ai` from the devices' states: '1' when every connected device is `idle` or `background`,
--- absent when one is `active`. With no device connected (an offline grace) it is left as it was, so that a drop shows
--- nobody a change of availability.
-local function update_auto_away(status_key, devices_key)
-    local raw = redis.call('HVALS', devices_key)
-    if #raw == 0 then
+-- A user's devices, read and decoded once for the steps of a script that need them: {deviceId1, device1, ...}.
+local function read_devices(devices_key)
+    local devices = redis.call('HGETALL', devices_key)
+    for i = 2, #devices, 2 do
+        devices[i] = cjson.decode(devices[i])
+    end
+    return devices
+end
+
+-- SPEC §10.1 / §10.4: sets `ai` from the devices' states (`devices` as read_devices gives them): '1' when every
+-- connected device is `idle` or `background`, absent when one is `active`. With no device connected (an offline grace)
+-- it is left as it was, so that a drop shows nobody a change of availability.
+local function update_auto_away(status_key, devices)
+    if #devices == 0 then
         return
     end
-    for _, value in ipairs(raw) do
-        if not cjson.decode(value).s then
+    for i = 2, #devices, 2 do
+        if not devices[i].s then
             redis.call('HDEL', status_key, 'ai')
             return
         end
@@ -188,8 +196,9 @@ end
 -- The profile's role and last-seen privacy travel with it: who may hear of the change, and who may see lastActiveAt.
 -- Scripts that change neither the devices nor the profile (custom status, heartbeat) read them from the read copy
 -- (above). With `refresh_copy` (every script that changes the devices or the profile passes it), or when the hash has
--- no copy yet, they are read from the profile and the devices and the copy is rewritten.
-local function status_reply(status_key, profile_key, devices_key, refresh_copy)
+-- no copy yet, they are read from the profile and the devices and the copy is rewritten. `devices`, when the script
+-- already has them from read_devices (and has not changed them since), saves reading and decoding them again.
+local function status_reply(status_key, profile_key, devices_key, refresh_copy, devices)
     local s = read_with_copy(status_key)
     if s[5] and not refresh_copy then
         return reply_from_copy(s)
@@ -198,9 +207,9 @@ local function status_reply(status_key, profile_key, devices_key, refresh_copy)
     local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[2] or '', profile[3] or '',
         s[9] or '', s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '', s[14] or '' }
     local words = {}
-    local devices = redis.call('HGETALL', devices_key)
+    devices = devices or read_devices(devices_key)
     for i = 1, #devices, 2 do
-        local word = device_word(cjson.decode(devices[i + 1]))
+        local word = device_word(devices[i + 1])
         reply[#reply + 1] = devices[i]
         reply[#reply + 1] = word
         words[#words + 1] = devices[i]
