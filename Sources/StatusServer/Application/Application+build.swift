@@ -5,8 +5,8 @@ import RedisClient
 import ServiceLifecycle
 import StatusCore
 
-/// Builds a statusd node: the HTTP and WebSocket router over the shared services, with the Redis client running as a
-/// service that starts before the server and stops after it. Tests call this too.
+/// Builds a statusd node: the HTTP and WebSocket router and the node's services, wired by ``NodeWiring``, with the
+/// Redis client running as a service that starts before the server and stops after it. Tests call this too.
 public func buildApplication(configuration: ServerConfiguration, logger: Logger) throws -> some ApplicationProtocol {
     let redis = RedisClient(configuration: configuration.redis, logger: logger)
     let wiring = try NodeWiring(configuration: configuration, redis: redis, logger: logger)
