@@ -13,11 +13,11 @@ import Testing
         RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "app-deletion-test"))
     }
 
-    private func services(_ redis: RedisClient) throws -> ServerServices {
+    private func wiring(_ redis: RedisClient) throws -> NodeWiring {
         var logger = Logger(label: "app-deletion-test")
         logger.logLevel = .warning
         let configuration = ServerConfiguration(redis: try TestRedis.configuration, adminKey: "unused-admin-key-0123456789")
-        return try ServerServices(configuration: configuration, redis: redis, logger: logger)
+        return try NodeWiring(configuration: configuration, redis: redis, logger: logger)
     }
 
     /// Every key of the app (record, tombstone, users' keys), on every master of a cluster.
@@ -63,7 +63,7 @@ import Testing
 
     @Test func aDeletionInterruptedByACrashBlocksRecreationAndIsFinishedByAnyNode() async throws {
         let redis = try redis()
-        let services = try services(redis)
+        let wiring = try wiring(redis)
         try await withStatusd { api in
             let app = try await api.createApp(config: premiumConfig)
             try await populate(app)
@@ -77,7 +77,7 @@ import Testing
             expectError(recreated, 409, "APP_EXISTS")
             #expect(recreated.body["error"]["message"].string?.contains("being deleted") == true)
             // The periodic sweep (housekeeping) finishes it.
-            try await services.apps.finishUnfinishedDeletions()
+            try await wiring.apps.finishUnfinishedDeletions()
             #expect(try await keys(of: app.appId, redis).isEmpty)
             #expect(try await redis.send("SISMEMBER", RedisKeys.deletingApps, app.appId).int == 0)
             // Created again: nothing inherited.

@@ -19,19 +19,19 @@ import Testing
         }
         try await withStatusd(configure: busyNode) { api in
             let app = try await api.createApp()
-            let lease = NodeRegistry.lease(nodeId)
+            let lease = NodeStore.lease(nodeId)
             let deadline = ContinuousClock.now + .seconds(5)
             while try await redis.send("EXISTS", lease).int != 1, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
             // A node that died holding many devices: filing them keeps the housekeeping busy for longer than a lease.
             let dead = "dead-" + UUID().uuidString.prefix(8).lowercased()
-            let devices = NodeRegistry.devices(dead)
+            let devices = NodeStore.devices(dead)
             for start in stride(from: 0, to: 8000, by: 1000) {
                 let members = (start..<start + 1000).map { [app.appId, "u\($0)", "d", "c\($0)"].joined(separator: "\n") }
                 _ = try await redis.send(["SADD", devices] + members)
             }
-            _ = try await redis.send("ZADD", NodeRegistry.nodes, "0", dead)
+            _ = try await redis.send("ZADD", NodeStore.nodes, "0", dead)
 
             let started = ContinuousClock.now
             var lowest = Int64.max
@@ -60,12 +60,12 @@ import Testing
             try await app.createUsers(["a", "b"])
             var logger = Logger(label: "lease-test")
             logger.logLevel = .error
-            let services = try ServerServices(
+            let wiring = try NodeWiring(
                 configuration: ServerConfiguration(redis: try TestRedis.configuration, adminKey: "unused"),
                 redis: redis,
                 logger: logger
             )
-            let deletion = services.apps.deletion
+            let deletion = wiring.apps.deletion
             let tombstone = RedisKeys(appId: app.appId).deletionTombstone
             try await withThrowingTaskGroup(of: Void.self) { group in
                 // The request's run: it holds the claim through the settle time (about a second).

@@ -10,7 +10,7 @@ import Testing
 /// connects and departures share round trips, and every caller returns once its own change is in Redis (the node's
 /// reconciliation and the survivors' cleanup read this list, so a device must be listed before it is connected).
 @Suite struct NodeDeviceListTests {
-    private typealias Change = NodeRegistry.ListChange
+    private typealias Change = NodeStore.ListChange
 
     @Test func aBatchIsOneCommandPerRunOfAdditionsOrRemovalsInOrder() {
         let changes = [
@@ -18,11 +18,11 @@ import Testing
             Change(added: true, member: "d"), Change(added: false, member: "e"), Change(added: false, member: "f"),
         ]
         #expect(
-            NodeRegistry.commands(key: "k", changes) == [
+            NodeStore.commands(key: "k", changes) == [
                 ["SADD", "k", "a", "b"], ["SREM", "k", "c"], ["SADD", "k", "d"], ["SREM", "k", "e", "f"],
             ]
         )
-        #expect(NodeRegistry.commands(key: "k", []) == [])
+        #expect(NodeStore.commands(key: "k", []) == [])
     }
 
     @Test func concurrentConnectsAndDeparturesShareRoundTripsAndAreListedWhenTheyReturn() async throws {
@@ -30,12 +30,12 @@ import Testing
         logger.logLevel = .warning
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: logger)
         let nodeId = "nl-" + UUID().uuidString.prefix(8).lowercased()
-        let registry = NodeRegistry(redis: redis, nodeId: nodeId, leaseSeconds: 10)
+        let registry = NodeRegistry(store: NodeStore(redis: redis), nodeId: nodeId, leaseSeconds: 10)
         let loop = EmbeddedEventLoop()
         let sessions = (0..<200).map {
             DeviceSession(appId: "app", userId: "u\($0)", deviceId: "d", platform: .web, scope: .subscriptions, eventLoop: loop)
         }
-        let key = NodeRegistry.devices(nodeId)
+        let key = NodeStore.devices(nodeId)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (position, session) in sessions.enumerated() {
                 group.addTask {

@@ -9,19 +9,19 @@ import Testing
 /// updates of one app share script calls, each caller returns once its own update is in the index, and within a
 /// batch, as across batches, an older version never undoes a newer one.
 @Suite struct OnlineIndexWriterTests {
-    private func services() throws -> (RedisClient, ServerServices) {
+    private func wiring() throws -> (RedisClient, NodeWiring) {
         var logger = Logger(label: "online-index-test")
         logger.logLevel = .warning
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: logger)
         let configuration = ServerConfiguration(redis: try TestRedis.configuration, adminKey: "unused-admin-key-0123456789")
-        return (redis, try ServerServices(configuration: configuration, redis: redis, logger: logger))
+        return (redis, try NodeWiring(configuration: configuration, redis: redis, logger: logger))
     }
 
     @Test func concurrentUpdatesShareScriptCallsAndAreAllWrittenWhenTheirCallersReturn() async throws {
-        let (redis, services) = try services()
+        let (redis, wiring) = try wiring()
         let appId = "oi" + UUID().uuidString.prefix(8).lowercased()
         let keys = RedisKeys(appId: appId)
-        let writer = OnlineIndexWriter(statuses: services.statuses)
+        let writer = OnlineIndexWriter(statuses: wiring.statuses)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for user in 0..<300 {
                 group.addTask {
@@ -42,10 +42,10 @@ import Testing
     }
 
     @Test func anOlderVersionNeverUndoesANewerOneWithinABatchOrAcross() async throws {
-        let (redis, services) = try services()
+        let (redis, wiring) = try wiring()
         let appId = "oi" + UUID().uuidString.prefix(8).lowercased()
         let keys = RedisKeys(appId: appId)
-        let applied = try await services.statuses.index(
+        let applied = try await wiring.statuses.index(
             appId: appId,
             updates: [
                 .init(userId: "alice", version: 5, online: true), .init(userId: "alice", version: 4, online: false),
@@ -57,7 +57,7 @@ import Testing
         #expect(try await redis.send("ZSCORE", keys.online, "alice").string != nil)
         #expect(try await redis.send("ZSCORE", keys.online, "bob").string == nil)
         // A later, older update of alice is refused too.
-        #expect(try await services.statuses.index(appId: appId, updates: [.init(userId: "alice", version: 1, online: false)], keepMs: 60_000) == 0)
+        #expect(try await wiring.statuses.index(appId: appId, updates: [.init(userId: "alice", version: 1, online: false)], keepMs: 60_000) == 0)
         #expect(try await redis.send("ZSCORE", keys.online, "alice").string != nil)
         #expect(try await redis.send("HGET", keys.onlineVersions, "alice").string == "5")
         _ = try await redis.send("DEL", keys.online, keys.onlineVersions, keys.recentChanges)

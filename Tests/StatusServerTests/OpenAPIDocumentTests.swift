@@ -22,8 +22,8 @@ import Testing
     private func registeredRoutes() throws -> Set<String> {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "openapi-test"))
         let configuration = ServerConfiguration(host: "127.0.0.1", port: 0, redis: try TestRedis.configuration, adminKey: "admin")
-        let services = try ServerServices(configuration: configuration, redis: redis, logger: Logger(label: "openapi-test"))
-        let router = try buildRouter(services: services, index: FanoutIndex(), activity: AppActivity())
+        let wiring = try NodeWiring(configuration: configuration, redis: redis, logger: Logger(label: "openapi-test"))
+        let router = try buildRouter(wiring: wiring, index: FanoutIndex(), activity: AppActivity())
         return Set(router.routes.map { "\($0.method.rawValue) \($0.path.description)" })
     }
 

@@ -34,7 +34,7 @@ import Testing
     @Test func repeatedTokensNamingAMadeUpAppCostNoRedisCommands() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "unknown-app"))
         guard try await !redis.isCluster() else { return }
-        let services = try ServerServices(
+        let wiring = try NodeWiring(
             configuration: ServerConfiguration(redis: try TestRedis.configuration, adminKey: "unused"),
             redis: redis,
             logger: Logger(label: "unknown-app")
@@ -46,10 +46,10 @@ import Testing
             gen: "g"
         )
         let token = try await JWTKeyCollection().add(hmac: HMACKey(from: String(repeating: "s", count: 64)), digestAlgorithm: .sha256).sign(claims)
-        await #expect(throws: StatusError.self) { try await services.tokens.verify(token) }
+        await #expect(throws: StatusError.self) { try await wiring.tokens.verify(token) }
         let before = try await Self.lookups(redis)
         for _ in 0..<100 {
-            await #expect(throws: StatusError.self) { try await services.tokens.verify(token) }
+            await #expect(throws: StatusError.self) { try await wiring.tokens.verify(token) }
         }
         #expect(try await Self.lookups(redis) - before < 10, "uncached: 100")
         await redis.close()

@@ -86,16 +86,16 @@ import Testing
         var logger = Logger(label: "user-deletion-test")
         logger.logLevel = .warning
         let configuration = ServerConfiguration(redis: try TestRedis.configuration, adminKey: "unused-admin-key-0123456789")
-        let services = try ServerServices(configuration: configuration, redis: redis, logger: logger)
+        let wiring = try NodeWiring(configuration: configuration, redis: redis, logger: logger)
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["alice"])
             let old = try #require(expectOK(try await app.call(.post, "/users/alice/tokens", [:]))["token"].string)
-            let generation = try #require(try await services.users.tokenGeneration(appId: app.appId, userId: "alice"))
-            #expect(try await services.tokens.verify(old).generation == generation)
+            let generation = try #require(try await wiring.users.tokenGeneration(appId: app.appId, userId: "alice"))
+            #expect(try await wiring.tokens.verify(old).generation == generation)
             // Updating the profile keeps the tokens valid.
             expectOK(try await app.call(.put, "/users/alice", ["name": "Alice"]))
-            #expect(try await services.users.tokenGeneration(appId: app.appId, userId: "alice") == generation)
+            #expect(try await wiring.users.tokenGeneration(appId: app.appId, userId: "alice") == generation)
             let headers = [
                 "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
                 "Authorization": "Bearer \(old)",
@@ -107,8 +107,8 @@ import Testing
             #expect(try await app.call(.delete, "/users/alice").status == 204)
             try await app.createUsers(["alice"])
             // The signature still checks out; the generation is the user's no more, and the connect refuses it.
-            #expect(try await services.tokens.verify(old).generation == generation)
-            #expect(try await services.users.tokenGeneration(appId: app.appId, userId: "alice") != generation)
+            #expect(try await wiring.tokens.verify(old).generation == generation)
+            #expect(try await wiring.users.tokenGeneration(appId: app.appId, userId: "alice") != generation)
             let refused = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: headers)
             #expect(refused.status == 401)
             #expect(refused.body["error"]["code"].string == "UNAUTHORIZED")
@@ -117,7 +117,7 @@ import Testing
             #expect(try await redis.send("HGET", RedisKeys(appId: app.appId).user("alice").status, "t").string == nil)
 
             let fresh = try #require(expectOK(try await app.call(.post, "/users/alice/tokens", [:]))["token"].string)
-            #expect(try await services.tokens.verify(fresh).userId == "alice")
+            #expect(try await wiring.tokens.verify(fresh).userId == "alice")
         }
         await redis.close()
     }

@@ -65,11 +65,11 @@ import Testing
         logger.logLevel = .error
         var configuration = ServerConfiguration(redis: try TestRedis.configuration, adminKey: "unused")
         configuration.webhookDispatch.maxPendingPerApp = 5
-        let services = try ServerServices(configuration: configuration, redis: redis, logger: logger)
-        let app = try await services.apps.require(appId)
+        let wiring = try NodeWiring(configuration: configuration, redis: redis, logger: logger)
+        let app = try await wiring.apps.require(appId)
         let droppedBefore = Self.counter(registry, #"statusd_webhook_deliveries_total{outcome="dropped"}"#)
         for index in 0..<12 {
-            await services.webhooks.enqueue(
+            await wiring.webhooks.enqueue(
                 app: app,
                 userId: "u",
                 deviceId: "d\(index)",

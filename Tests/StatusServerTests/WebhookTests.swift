@@ -174,16 +174,16 @@ import Testing
             let appId = try await withStatusd { api in try await api.createApp(config: Self.webhookConfig(url)).appId }
             // What an earlier version left behind: a stream entry and a scheduled retry.
             let fresh = Self.eventBody(appId: appId, deviceId: "legacy-stream")
-            _ = try await redis.send("XADD", WebhookLegacyQueue.stream, "*", "app", appId, "body", fresh, "attempt", "0")
+            _ = try await redis.send("XADD", LegacyWebhookStore.stream, "*", "app", appId, "body", fresh, "attempt", "0")
             let retried = Self.eventBody(appId: appId, deviceId: "legacy-retry")
             let member = try JSONCoding.string(["id": "1-0", "app": appId, "body": retried])
-            _ = try await redis.send("ZADD", WebhookLegacyQueue.retries, "0", member)
+            _ = try await redis.send("ZADD", LegacyWebhookStore.retries, "0", member)
             try await withStatusd { _ in
                 _ = try await receiver.event { $0["deviceId"] == "legacy-stream" }
                 _ = try await receiver.event { $0["deviceId"] == "legacy-retry" }
             }
-            #expect(try await redis.send("EXISTS", WebhookLegacyQueue.stream).int == 0)
-            #expect(try await redis.send("EXISTS", WebhookLegacyQueue.retries).int == 0)
+            #expect(try await redis.send("EXISTS", LegacyWebhookStore.stream).int == 0)
+            #expect(try await redis.send("EXISTS", LegacyWebhookStore.retries).int == 0)
         }
         await redis.close()
     }
@@ -224,8 +224,8 @@ import Testing
             var logger = Logger(label: "webhook-test")
             logger.logLevel = .warning
             let configuration = ServerConfiguration(redis: try TestRedis.configuration, adminKey: "unused", nodeId: "claimer-" + UUID().uuidString)
-            let services = try ServerServices(configuration: configuration, redis: redis, logger: logger)
-            let dispatcher = WebhookDispatcher(services: services)
+            let wiring = try NodeWiring(configuration: configuration, redis: redis, logger: logger)
+            let dispatcher = wiring.webhookDispatcher()
             let started = ContinuousClock.now
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await dispatcher.run() }

@@ -28,8 +28,13 @@ final class FanoutService: Service, Sendable {
     static let resyncChunk = 500
 
     private let index: FanoutIndex
-    private let services: ServerServices
+    private let apps: AppRegistry
+    private let statuses: StatusRepository
     private let relations: RelationsLoader
+    private let deviceRecords: DeviceRecordStore
+    private let recentChanges: RecentChangesLog
+    /// How long the log of recent changes keeps an entry, which the mark of app-wide listeners lasts.
+    private let recorder: ChangeRecorder
     private let subscriber: RedisSubscriber
     private let shards: RedisShardSubscriber
     private let inbox: BusInbox
@@ -38,28 +43,40 @@ final class FanoutService: Service, Sendable {
     /// Set when interest went away since the last ``dropUnwatchedChannels()``.
     private let mayHaveUnwatchedChannels = Atomic<Bool>(false)
 
-    init(index: FanoutIndex, services: ServerServices, work: DeviceWorkQueue, inboxLimit: Int, logger: Logger) {
+    /// The fan-out of a node: `feed` makes its bus subscribers, the repositories are what it reads when a session
+    /// joins, a relationship changes or the feed had a gap.
+    init(
+        index: FanoutIndex,
+        apps: AppRegistry,
+        statuses: StatusRepository,
+        relations: RelationsLoader,
+        deviceRecords: DeviceRecordStore,
+        recentChanges: RecentChangesLog,
+        recorder: ChangeRecorder,
+        feed: BusFeed,
+        work: DeviceWorkQueue,
+        inboxLimit: Int,
+        logger: Logger
+    ) {
         self.index = index
-        self.services = services
+        self.apps = apps
+        self.statuses = statuses
+        self.relations = relations
+        self.deviceRecords = deviceRecords
+        self.recentChanges = recentChanges
+        self.recorder = recorder
         self.work = work
-        self.relations = RelationsLoader(redis: services.redis)
         self.logger = logger
         let inbox = BusInbox(limit: inboxLimit)
         self.inbox = inbox
-        let onEvent: @Sendable (RedisPubSubEvent) -> Void = { event in
+        let subscribers = feed.subscribers(logger: logger) { event in
             switch event {
             case .message(_, let payload): inbox.push(payload)
             case .subscribed: inbox.markGap()
             }
         }
-        self.subscriber = RedisSubscriber(
-            configuration: services.configuration.redis,
-            client: services.redis,
-            channels: [BusChannels.control],
-            logger: logger,
-            handler: onEvent
-        )
-        self.shards = RedisShardSubscriber(client: services.redis, logger: logger, handler: onEvent)
+        self.subscriber = subscribers.control
+        self.shards = subscribers.shards
     }
 
     func run() async throws {
@@ -91,11 +108,11 @@ final class FanoutService: Service, Sendable {
         // An app-wide scope hears others only under premium + statusQuery (SPEC §6 rule 4): otherwise it subscribes
         // to nothing and marks nothing (a config change brings it in line, ``process(_:into:)``).
         var appWide = false
-        if session.scope.isAppWide { appWide = (try? await services.apps.find(session.appId))?.config.allowsStatusQuery == true }
+        if session.scope.isAppWide { appWide = (try? await self.apps.find(session.appId))?.config.allowsStatusQuery == true }
         if appWide {
             await markAppWideListeners([session.appId])
             // This node's own writers see the mark at once; other nodes' within their app cache's 500 ms.
-            services.apps.invalidate(session.appId)
+            apps.invalidate(session.appId)
         }
         await listen(users: [key], apps: appWide ? [session.appId] : [])
         if first { await loadRelations(key) }
@@ -104,13 +121,13 @@ final class FanoutService: Service, Sendable {
     /// Tells writers that these apps have `all`/`roles:` sessions here, for as long as a resume can look back (renewed
     /// by the housekeeping while the sessions last): their setSelfStatus calls then log who changed (``RecentChanges``).
     func markAppWideListeners(_ appIds: [String]) async {
-        var commands: [[String]] = []
+        var marks: [(appId: String, keepMs: Int64)] = []
         for appId in appIds {
-            guard let config = try? await services.apps.find(appId)?.config, config.allowsStatusQuery else { continue }
-            commands.append(RecentChanges.markListening(appId: appId, keepMs: services.recorder.keepMs(config)))
+            guard let config = try? await self.apps.find(appId)?.config, config.allowsStatusQuery else { continue }
+            marks.append((appId, recorder.keepMs(config)))
         }
         do {
-            _ = try await services.redis.pipeline(commands)
+            try await recentChanges.markListening(marks)
         } catch {
             logger.warning("could not mark app-wide listeners", metadata: ["error": "\(error)"])
         }
@@ -172,8 +189,8 @@ final class FanoutService: Service, Sendable {
         await listen(users: Set(targets.map { AppUser(appId: key.appId, userId: $0) }), apps: [])
         let statuses: [String: StoredStatus]
         do {
-            guard let config = try await services.apps.find(key.appId)?.config else { return }
-            statuses = try await services.statuses.stored(appId: key.appId, userIds: targets)
+            guard let config = try await self.apps.find(key.appId)?.config else { return }
+            statuses = try await self.statuses.stored(appId: key.appId, userIds: targets)
             var deliveries = DeliveryBatch()
             for stored in statuses.values {
                 // `since` holds public versions (what the subscriber was shown), SPEC §10.5.
@@ -197,7 +214,7 @@ final class FanoutService: Service, Sendable {
             let index = self.index
             try await shards.update(Array(targets.keys)) { channel in targets[channel].map(index.isWatched) ?? false }
             for appId in apps {
-                let allowed = (try await services.apps.find(appId))?.config.allowsStatusQuery == true
+                let allowed = (try await self.apps.find(appId))?.config.allowsStatusQuery == true
                 try await shards.update(BusChannels.allAppSlots(appId)) { _ in allowed && index.hasAppWideSessions(appId) }
             }
         } catch {
@@ -232,7 +249,7 @@ final class FanoutService: Service, Sendable {
     private func process(_ message: BusMessage, into deliveries: inout DeliveryBatch) async {
         switch message {
         case .statusChanged(let change):
-            guard let config = try? await services.apps.find(change.appId)?.config else { return }
+            guard let config = try? await self.apps.find(change.appId)?.config else { return }
             deliveries.add(change, to: index.audience(of: change, config: config))
         case .relationsChanged(let appId, let userIds, let since):
             for user in index.localUsers(appId: appId, among: userIds) {
@@ -247,9 +264,9 @@ final class FanoutService: Service, Sendable {
         case .deleted(let appId, let userId):
             let sessions = userId.map { index.sessions(of: AppUser(appId: appId, userId: $0)) } ?? index.sessions(ofApp: appId)
             for session in sessions { session.kick(reason: "deleted") }
-            services.apps.invalidate(appId)
+            apps.invalidate(appId)
         case .configChanged(let appId):
-            services.apps.invalidate(appId)
+            apps.invalidate(appId)
             if index.hasAppWideSessions(appId) {
                 // The plan or the switch may have moved: app-wide sessions start or stop hearing the app's slots.
                 let changed = work.submit {
@@ -273,11 +290,11 @@ final class FanoutService: Service, Sendable {
         }
         guard await auditDevices(users) else { return false }
         for (appId, targets) in index.watchedTargets() {
-            guard let config = try? await services.apps.find(appId)?.config else { continue }
+            guard let config = try? await self.apps.find(appId)?.config else { continue }
             for chunk in targets.chunks(of: Self.resyncChunk) {
                 let statuses: [String: StoredStatus]
                 do {
-                    statuses = try await services.statuses.stored(appId: appId, userIds: Array(chunk))
+                    statuses = try await self.statuses.stored(appId: appId, userIds: Array(chunk))
                 } catch {
                     logger.debug("resynchronisation read failed", metadata: ["error": "\(error)"])
                     return false
@@ -301,31 +318,22 @@ final class FanoutService: Service, Sendable {
     /// bus feed was down (``DeviceRecordAudit``). Returns false if Redis could not be read.
     private func auditDevices(_ users: [AppUser]) async -> Bool {
         for chunk in users.chunks(of: Self.resyncChunk) {
-            let sessions = chunk.map { user in index.sessions(of: user).filter(\.isConnectedInRedis) }
-            var commands: [[String]] = []
-            for (user, held) in zip(chunk, sessions) where !held.isEmpty {
-                let keys = RedisKeys(appId: user.appId).user(user.userId)
-                commands.append(["HMGET", keys.devices] + held.map(\.deviceId))
-                commands.append(["EXISTS", keys.profile])
-            }
-            let replies: [RedisValue]
+            let held = chunk.map { user in (user: user, sessions: index.sessions(of: user).filter(\.isConnectedInRedis)) }
+                .filter { !$0.sessions.isEmpty }
+            let audits: [DeviceRecordStore.Audit]
             do {
-                replies = try await services.redis.pipeline(commands)
+                audits = try await deviceRecords.audit(held.map { ($0.user, $0.sessions.map(\.deviceId)) })
             } catch {
                 logger.debug("device audit read failed", metadata: ["error": "\(error)"])
                 return false
             }
-            var reply = 0
-            for held in sessions where !held.isEmpty {
-                let records = replies[reply].array ?? []
-                let userExists = replies[reply + 1].int == 1
-                reply += 2
-                for (session, record) in zip(held, records) {
+            for (entry, audit) in zip(held, audits) {
+                for (session, record) in zip(entry.sessions, audit.records) {
                     guard
                         let reason = DeviceRecordAudit.kickReason(
                             connection: session.connectionId,
-                            record: DeviceRecord.decode(record),
-                            userExists: userExists
+                            record: record,
+                            userExists: audit.userExists
                         )
                     else { continue }
                     Metrics.auditedDevices.increment()

@@ -3,7 +3,12 @@ import StatusCore
 
 /// The admin API's read-only overview, for operators and the console: every app, and live counts per app.
 struct AdminOverviewRoutes: Sendable {
-    let services: ServerServices
+    let auth: Authenticator
+    let apps: AppRegistry
+    /// Counts the app's online users, on every node.
+    let listings: ListingStore
+    /// This node's id, in each app's stats.
+    let nodeId: String
     let index: FanoutIndex
     let activity: AppActivity
 
@@ -38,17 +43,17 @@ struct AdminOverviewRoutes: Sendable {
 
     func register(on router: Router<some RequestContext>) {
         router.get("v1/apps") { request, _ in
-            try services.auth.requireAdmin(request)
-            return JSONResponse(AppList(appIds: try await services.apps.allAppIds().sorted()))
+            try auth.requireAdmin(request)
+            return JSONResponse(AppList(appIds: try await apps.allAppIds().sorted()))
         }
         router.get("v1/apps/:appId/stats") { request, context in
-            try services.auth.requireAdmin(request)
+            try auth.requireAdmin(request)
             let appId = try Identifiers.appId(pathSegment: context.parameters.require("appId"))
-            _ = try await services.apps.require(appId)
-            let online = Int(try await services.redis.send("ZCARD", RedisKeys(appId: appId).online).int ?? 0)
+            _ = try await apps.require(appId)
+            let online = try await listings.onlineCount(appId: appId)
             let counters = activity.snapshot(of: appId)
             let node = NodeStats(
-                nodeId: services.configuration.nodeId,
+                nodeId: nodeId,
                 connectedDevices: index.sessions(ofApp: appId).count,
                 eventsDelivered: counters.eventsDelivered,
                 rateLimited: counters.rateLimited,

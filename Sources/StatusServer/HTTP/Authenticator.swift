@@ -32,6 +32,17 @@ struct Authenticator: Sendable {
         throw StatusError(.unauthorized, "wrong API key")
     }
 
+    /// The app of the path (its `appId` parameter), authenticated by the request's API key.
+    func app(_ request: Request, _ context: some RequestContext) async throws -> AppRecord {
+        try await requireApp(request, appIdSegment: context.parameters.require("appId"))
+    }
+
+    /// The app and the userId of the path (percent-decoded once, then validated: SPEC §7 request hygiene).
+    func user(_ request: Request, _ context: some RequestContext) async throws -> (AppRecord, String) {
+        let app = try await app(request, context)
+        return (app, try Identifiers.userId(pathSegment: context.parameters.require("userId")))
+    }
+
     /// The bearer token of the `Authorization` header: the scheme matched case-insensitively, spaces and tabs around
     /// the token dropped. Done in place on the header's UTF-8 bytes, with no copies (it runs on every request).
     static func bearer(_ request: Request) -> String? {

@@ -4,7 +4,8 @@ import StatusCore
 
 /// SPEC §9: `/healthz` (process up), `/readyz` (Redis reachable) and `/metrics` (Prometheus text).
 struct HealthRoutes: Sendable {
-    let services: ServerServices
+    /// Whether Redis answers, for `/readyz`.
+    let probe: HealthProbe
     let registry: PrometheusCollectorRegistry
 
     /// The health answer.
@@ -25,7 +26,7 @@ struct HealthRoutes: Sendable {
         }
         router.get("readyz") { _, _ in
             do {
-                _ = try await services.redis.send("PING")
+                try await probe.ping()
                 return JSONResponse(Health(status: "ready"))
             } catch {
                 throw StatusError(.unavailable, "Redis is not reachable")

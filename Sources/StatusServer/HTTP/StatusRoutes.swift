@@ -4,7 +4,11 @@ import StatusCore
 /// SPEC §7 server API: the four operations acting for a user, the listings, the backend query and backend-driven
 /// devices, under `/v1/apps/{appId}`.
 struct StatusRoutes: Sendable {
-    let services: ServerServices
+    let auth: Authenticator
+    let operations: StatusOperations
+    let presence: PresenceOperations
+    /// Checks that a user exists before a logout or a kick.
+    let users: UserDirectory
 
     /// The body of `PUT /users/{userId}/status`: a field left out keeps its value (SPEC §4).
     struct SetStatus: JSONRequestBody, Sendable {
@@ -103,9 +107,8 @@ struct StatusRoutes: Sendable {
 
     func register(on router: Router<some RequestContext>) {
         let app = router.group("v1/apps/:appId")
-        let operations = services.operations
         app.put("users/:userId/status") { request, context in
-            let (app, userId) = try await services.user(request, context)
+            let (app, userId) = try await auth.user(request, context)
             let body = try await RequestBody.decode(SetStatus.self, from: request)
             return EncodedJSONResponse(
                 try await operations.setSelfStatus(
@@ -118,26 +121,26 @@ struct StatusRoutes: Sendable {
             )
         }
         app.post("users/:userId/status/query") { request, context in
-            let (app, userId) = try await services.user(request, context)
+            let (app, userId) = try await auth.user(request, context)
             let body = try await RequestBody.decode(UserIdList.self, from: request)
             return EncodedJSONResponse(try await operations.getUserStatus(app: app, userId: userId, userIds: body.userIds))
         }
         app.post("users/:userId/subscriptions") { request, context in
-            let (app, userId) = try await services.user(request, context)
+            let (app, userId) = try await auth.user(request, context)
             let body = try await RequestBody.decode(UserIdList.self, from: request)
             return JSONResponse(try await operations.subscribe(app: app, userId: userId, userIds: body.userIds))
         }
         app.delete("users/:userId/subscriptions") { request, context in
-            let (app, userId) = try await services.user(request, context)
+            let (app, userId) = try await auth.user(request, context)
             let body = try await RequestBody.decodeIfPresent(OptionalUserIds.self, from: request)
             return JSONResponse(try await operations.unsubscribe(app: app, userId: userId, userIds: body?.userIds))
         }
         app.get("users/:userId/subscriptions") { request, context in
-            let (app, userId) = try await services.user(request, context)
+            let (app, userId) = try await auth.user(request, context)
             return JSONResponse(UserIdList(userIds: try await operations.subscriptions(appId: app.appId, userId: userId)))
         }
         app.get("users") { request, context in
-            let app = try await services.app(request, context)
+            let app = try await auth.app(request, context)
             let query = request.uri.queryParameters
             let presence: StatusType?
             switch query.get("status") {
@@ -151,7 +154,7 @@ struct StatusRoutes: Sendable {
             return JSONResponse(try await operations.listUsers(appId: app.appId, presence: presence, limit: limit, cursor: cursor))
         }
         app.post("status/query") { request, context in
-            let app = try await services.app(request, context)
+            let app = try await auth.app(request, context)
             let body = try await RequestBody.decode(BackendQuery.self, from: request)
             return EncodedJSONResponse(try await operations.backendQuery(appId: app.appId, userIds: body.userIds, detail: body.detail ?? false))
         }
@@ -159,7 +162,6 @@ struct StatusRoutes: Sendable {
     }
 
     private func registerDevices(on app: RouterGroup<some RequestContext>) {
-        let presence = services.presence
         app.post("users/:userId/devices/:deviceId/login") { request, context in
             let (app, userId, deviceId) = try await device(request, context)
             let body = try await RequestBody.decode(Login.self, from: request)
@@ -185,20 +187,20 @@ struct StatusRoutes: Sendable {
         app.post("users/:userId/devices/:deviceId/logout") { request, context in
             let (app, userId, deviceId) = try await device(request, context)
             try await RequestBody.requireNone(request)
-            try await services.users.requireExists(appId: app.appId, userId: userId)
+            try await users.requireExists(appId: app.appId, userId: userId)
             return EncodedJSONResponse(try await presence.remove(app: app, userId: userId, deviceIds: [deviceId], because: .logout).status)
         }
         app.post("users/:userId/kick") { request, context in
-            let (app, userId) = try await services.user(request, context)
+            let (app, userId) = try await auth.user(request, context)
             let body = try await RequestBody.decodeIfPresent(Kick.self, from: request)
             let devices = try body?.deviceId.map { [try Identifiers.deviceId($0)] } ?? []
-            try await services.users.requireExists(appId: app.appId, userId: userId)
+            try await users.requireExists(appId: app.appId, userId: userId)
             return JSONResponse(Kicked(kicked: try await presence.remove(app: app, userId: userId, deviceIds: devices, because: .kicked).removed))
         }
     }
 
     private func device(_ request: Request, _ context: some RequestContext) async throws -> (AppRecord, String, String) {
-        let (app, userId) = try await services.user(request, context)
+        let (app, userId) = try await auth.user(request, context)
         let deviceId = try Identifiers.deviceId(pathSegment: context.parameters.require("deviceId"))
         return (app, userId, deviceId)
     }

@@ -3,7 +3,14 @@ import StatusCore
 
 /// SPEC §7 server API: users, tokens, friends and blocks, under `/v1/apps/{appId}`.
 struct UserRoutes: Sendable {
-    let services: ServerServices
+    let auth: Authenticator
+    let users: UserDirectory
+    /// Reads the versions a new friendship starts from.
+    let statuses: StatusRepository
+    /// Removes a deleted user's devices.
+    let presence: PresenceOperations
+    let tokens: TokenService
+    let bus: EventBus
 
     /// The body of `POST /users/{userId}/tokens`.
     struct TokenRequest: JSONRequestBody, Sendable {
@@ -18,79 +25,79 @@ struct UserRoutes: Sendable {
     }
 
     func register(on router: Router<some RequestContext>) {
-        let users = router.group("v1/apps/:appId/users")
-        users.put(":userId") { request, context in
-            let (app, userId) = try await services.user(request, context)
+        let routes = router.group("v1/apps/:appId/users")
+        routes.put(":userId") { request, context in
+            let (app, userId) = try await auth.user(request, context)
             let input = try await RequestBody.decode(UserProfileInput.self, from: request).validated()
-            return JSONResponse(try await services.users.put(appId: app.appId, userId: userId, input: input))
+            return JSONResponse(try await users.put(appId: app.appId, userId: userId, input: input))
         }
-        users.get(":userId") { request, context in
-            let (app, userId) = try await services.user(request, context)
-            return JSONResponse(try await services.users.require(appId: app.appId, userId: userId))
+        routes.get(":userId") { request, context in
+            let (app, userId) = try await auth.user(request, context)
+            return JSONResponse(try await users.require(appId: app.appId, userId: userId))
         }
-        users.delete(":userId") { request, context in
-            let (app, userId) = try await services.user(request, context)
+        routes.delete(":userId") { request, context in
+            let (app, userId) = try await auth.user(request, context)
             try await RequestBody.requireNone(request)
-            try await services.users.requireExists(appId: app.appId, userId: userId)
-            try await services.presence.remove(app: app, userId: userId, deviceIds: [], because: .kicked)
-            let related = try await services.users.delete(appId: app.appId, userId: userId)
-            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: Array(related)))
-            await services.bus.publish(.deleted(appId: app.appId, userId: userId))
+            try await users.requireExists(appId: app.appId, userId: userId)
+            try await presence.remove(app: app, userId: userId, deviceIds: [], because: .kicked)
+            let related = try await users.delete(appId: app.appId, userId: userId)
+            await bus.publish(.relationsChanged(appId: app.appId, userIds: Array(related)))
+            await bus.publish(.deleted(appId: app.appId, userId: userId))
             return Response(status: .noContent)
         }
-        users.post(":userId/tokens") { request, context in
-            let (app, userId) = try await services.user(request, context)
-            try await services.users.requireExists(appId: app.appId, userId: userId)
+        routes.post(":userId/tokens") { request, context in
+            let (app, userId) = try await auth.user(request, context)
+            try await users.requireExists(appId: app.appId, userId: userId)
             let body = try await RequestBody.decodeIfPresent(TokenRequest.self, from: request)
             let ttl = body?.ttlSeconds ?? 86_400
             guard (1...31_536_000).contains(ttl) else { throw StatusError(.invalidRequest, "ttlSeconds must be 1..31536000") }
-            return JSONResponse(try await services.tokens.mint(app: app, userId: userId, ttlSeconds: ttl))
+            return JSONResponse(try await tokens.mint(app: app, userId: userId, ttlSeconds: ttl))
         }
-        registerRelations(on: users)
+        registerRelations(on: routes)
     }
 
-    private func registerRelations(on users: RouterGroup<some RequestContext>) {
-        users.put(":userId/friends") { request, context in
+    private func registerRelations(on routes: RouterGroup<some RequestContext>) {
+        routes.put(":userId/friends") { request, context in
             let (app, userId, others) = try await relationRequest(request, context)
             // Where each side starts hearing the other from: what moves before their nodes listen is caught up.
-            let versions = try await services.statuses.versions(appId: app.appId, userIds: [userId] + others)
-            try await services.users.addFriends(appId: app.appId, userId: userId, friendIds: others)
-            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: [userId], since: versions.filter { $0.key != userId }))
-            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: others, since: versions.filter { $0.key == userId }))
-            return JSONResponse(UserIdList(userIds: try await services.users.friends(appId: app.appId, userId: userId)))
+            let versions = try await statuses.versions(appId: app.appId, userIds: [userId] + others)
+            try await users.addFriends(appId: app.appId, userId: userId, friendIds: others)
+            await bus.publish(.relationsChanged(appId: app.appId, userIds: [userId], since: versions.filter { $0.key != userId }))
+            await bus.publish(.relationsChanged(appId: app.appId, userIds: others, since: versions.filter { $0.key == userId }))
+            return JSONResponse(UserIdList(userIds: try await users.friends(appId: app.appId, userId: userId)))
         }
-        users.delete(":userId/friends") { request, context in
+        routes.delete(":userId/friends") { request, context in
             let (app, userId, others) = try await relationRequest(request, context, mustExist: false)
-            try await services.users.removeFriends(appId: app.appId, userId: userId, friendIds: others)
-            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
-            return JSONResponse(UserIdList(userIds: try await services.users.friends(appId: app.appId, userId: userId)))
+            try await users.removeFriends(appId: app.appId, userId: userId, friendIds: others)
+            await bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
+            return JSONResponse(UserIdList(userIds: try await users.friends(appId: app.appId, userId: userId)))
         }
-        users.get(":userId/friends") { request, context in
-            let (app, userId) = try await services.user(request, context)
-            return JSONResponse(UserIdList(userIds: try await services.users.requireFriends(appId: app.appId, userId: userId)))
+        routes.get(":userId/friends") { request, context in
+            let (app, userId) = try await auth.user(request, context)
+            return JSONResponse(UserIdList(userIds: try await users.requireFriends(appId: app.appId, userId: userId)))
         }
-        users.put(":userId/blocks") { request, context in
+        routes.put(":userId/blocks") { request, context in
             let (app, userId, others) = try await relationRequest(request, context)
-            try await services.users.addBlocks(appId: app.appId, userId: userId, targetIds: others)
-            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
-            let lists = try await services.users.blocks(appId: app.appId, userId: userId)
+            try await users.addBlocks(appId: app.appId, userId: userId, targetIds: others)
+            await bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
+            let lists = try await users.blocks(appId: app.appId, userId: userId)
             return JSONResponse(BlockLists(byMe: lists.byMe, me: lists.me))
         }
-        users.delete(":userId/blocks") { request, context in
+        routes.delete(":userId/blocks") { request, context in
             let (app, userId, others) = try await relationRequest(request, context, mustExist: false)
-            try await services.users.removeBlocks(appId: app.appId, userId: userId, targetIds: others)
-            await services.bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
-            let lists = try await services.users.blocks(appId: app.appId, userId: userId)
+            try await users.removeBlocks(appId: app.appId, userId: userId, targetIds: others)
+            await bus.publish(.relationsChanged(appId: app.appId, userIds: [userId] + others))
+            let lists = try await users.blocks(appId: app.appId, userId: userId)
             return JSONResponse(BlockLists(byMe: lists.byMe, me: lists.me))
         }
-        users.get(":userId/blocks") { request, context in
-            let (app, userId) = try await services.user(request, context)
-            try await services.users.requireExists(appId: app.appId, userId: userId)
+        routes.get(":userId/blocks") { request, context in
+            let (app, userId) = try await auth.user(request, context)
+            try await users.requireExists(appId: app.appId, userId: userId)
             let direction = request.uri.queryParameters.get("direction") ?? "both"
             guard ["byMe", "me", "both"].contains(direction) else {
                 throw StatusError(.invalidRequest, "direction must be byMe, me or both")
             }
-            let lists = try await services.users.blocks(appId: app.appId, userId: userId)
+            let lists = try await users.blocks(appId: app.appId, userId: userId)
             return JSONResponse(BlockLists(byMe: direction == "me" ? nil : lists.byMe, me: direction == "byMe" ? nil : lists.me))
         }
     }
@@ -102,11 +109,11 @@ struct UserRoutes: Sendable {
         _ context: some RequestContext,
         mustExist: Bool = true
     ) async throws -> (AppRecord, String, [String]) {
-        let (app, userId) = try await services.user(request, context)
+        let (app, userId) = try await auth.user(request, context)
         let body = try await RequestBody.decode(UserIdList.self, from: request)
         let others = try RequestRules.batch(body.userIds, limit: StatusOperations.backendQueryLimit)
         if others.contains(userId) { throw StatusError(.invalidRequest, "a user cannot befriend or block themselves") }
-        let existing = try await services.users.existing(appId: app.appId, userIds: [userId] + (mustExist ? others : []))
+        let existing = try await users.existing(appId: app.appId, userIds: [userId] + (mustExist ? others : []))
         guard existing.contains(userId) else { throw StatusError(.userNotFound, "user \(userId) not found") }
         if mustExist, let missing = others.first(where: { !existing.contains($0) }) {
             throw StatusError(.userNotFound, "user \(missing) not found")

@@ -1,4 +1,3 @@
-import RedisClient
 import StatusCore
 
 /// One pass over a kind of due-time index: per app, a sorted set of userIds scored by when something falls due for
@@ -7,11 +6,22 @@ import StatusCore
 /// (`due_take.lua`), handled, and removed unless it was written again meanwhile (`due_done.lua`). A node that dies
 /// holding a lease leaves its entries to the others once the lease ends.
 struct DueIndexSweep: Sendable {
-    let services: ServerServices
+    let store: DueIndexStore
+    let registry: AppRegistry
     /// The set of appIds that have (or had) such an index.
     let apps: String
     /// The app's index.
     let index: @Sendable (RedisKeys) -> String
+
+    /// The sweep of the custom status expiries (SPEC §10.2).
+    static func expiries(store: DueIndexStore, apps: AppRegistry) -> DueIndexSweep {
+        DueIndexSweep(store: store, registry: apps, apps: RedisKeys.expiringApps, index: \.expiries)
+    }
+
+    /// The sweep of the offline graces (SPEC §10.3).
+    static func graces(store: DueIndexStore, apps: AppRegistry) -> DueIndexSweep {
+        DueIndexSweep(store: store, registry: apps, apps: RedisKeys.graceApps, index: \.graces)
+    }
 
     /// How long a taken entry is left to the node that took it.
     static let leaseMs: Int64 = 5000
@@ -32,32 +42,25 @@ struct DueIndexSweep: Sendable {
         nowMs: Int64,
         handle: (AppRecord, String, String) async throws -> Outcome
     ) async throws {
-        let redis = services.redis
-        let runner = ScriptRunner(redis: redis, scripts: services.scripts)
-        for appId in try await redis.send("SMEMBERS", apps).array?.compactMap(\.string) ?? [] {
+        for appId in try await store.apps(in: apps) {
             let key = index(RedisKeys(appId: appId))
-            guard let app = try await services.apps.find(appId) else {
+            guard let app = try await registry.find(appId) else {
                 // Deleted: its index went with its keys.
-                if try await redis.send("EXISTS", key).int == 0 { _ = try await redis.send("SREM", apps, appId) }
+                try await store.forgetIfGone(appId, in: apps, index: key)
                 continue
             }
-            let taken = try await runner.run(
-                DueTake.self,
-                keys: .init(index: key),
-                arguments: .init(nowMs: nowMs, leaseMs: Self.leaseMs, limit: Self.batch)
-            )
-            guard !taken.entries.isEmpty else { continue }
+            let taken = try await store.take(key, nowMs: nowMs, leaseMs: Self.leaseMs, limit: Self.batch)
+            guard !taken.isEmpty else { continue }
             var done: [String] = []
-            var later: [[String]] = []
-            for (userId, dueAt) in taken.entries {
+            var later: [(userId: String, dueAt: Int64)] = []
+            for (userId, dueAt) in taken {
                 switch try await handle(app, userId, dueAt) {
                 case .done: done.append(userId)
-                case .later(let dueAt): later.append(["ZADD", key, String(dueAt), userId])
+                case .later(let dueAt): later.append((userId, dueAt))
                 }
             }
             // An entry put back is no longer at the lease's score, so due_done leaves it.
-            _ = try await redis.pipeline(later)
-            _ = try await runner.run(DueDone.self, keys: .init(index: key), arguments: .init(leaseScore: nowMs + Self.leaseMs, userIds: done))
+            try await store.finish(key, later: later, done: done, leaseScore: nowMs + Self.leaseMs)
         }
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import RedisClient
 import StatusCore
 
 /// SPEC §10.2: clears custom statuses whose `customStatusExpiresAt` came, on whichever node, after any restart: no timer
@@ -9,19 +8,23 @@ import StatusCore
 /// (`custom_status_expire.lua`, which publishes the change: events, and the webhook's `customStatusChange` with reason
 /// `expired` from here).
 struct ExpirySweeper: Sendable {
-    let services: ServerServices
+    /// The sweep of the expiry indexes (``DueIndexSweep/expiries(store:apps:)``).
+    let dueIndex: DueIndexSweep
+    let statuses: StatusRepository
+    let webhooks: WebhookQueue
+    let recentChanges: RecentChangesLog
+    let recorder: ChangeRecorder
 
     /// One pass over every app with expiries. Returns how many custom statuses were cleared.
     @discardableResult
     func sweep(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
         var cleared = 0
-        let sweep = DueIndexSweep(services: services, apps: RedisKeys.expiringApps, index: \.expiries)
-        try await sweep.run(nowMs: nowMs) { app, userId, dueAt in
-            guard let result = try await services.statuses.expireCustomStatus(appId: app.appId, userId: userId, dueAt: dueAt) else {
+        try await dueIndex.run(nowMs: nowMs) { app, userId, dueAt in
+            guard let result = try await statuses.expireCustomStatus(appId: app.appId, userId: userId, dueAt: dueAt) else {
                 return .done
             }
             cleared += 1
-            await services.webhooks.enqueueCustomStatusChange(
+            await webhooks.enqueueCustomStatusChange(
                 app: app,
                 userId: userId,
                 customStatus: nil,
@@ -29,9 +32,7 @@ struct ExpirySweeper: Sendable {
                 statusType: result.reply.status.statusType
             )
             if app.logsRecentChanges {
-                _ = try await services.redis.pipeline(
-                    RecentChanges.record(appId: app.appId, userId: userId, nowMs: WallClock.nowMs(), keepMs: services.recorder.keepMs(app.config))
-                )
+                try await recentChanges.record(appId: app.appId, userId: userId, nowMs: WallClock.nowMs(), keepMs: recorder.keepMs(app.config))
             }
             return .done
         }

@@ -1,5 +1,4 @@
 import Foundation
-import RedisClient
 import StatusCore
 
 /// SPEC §10.3: ends the offline graces that ran out, on whichever node, after any restart, including the death of the
@@ -9,15 +8,18 @@ import StatusCore
 /// publishes the change); their online index entry follows, and a custom status cleared with it is the webhook's
 /// `customStatusChange` (the drop itself was posted when it happened).
 struct GraceSweeper: Sendable {
-    let services: ServerServices
+    /// The sweep of the grace indexes (``DueIndexSweep/graces(store:apps:)``).
+    let dueIndex: DueIndexSweep
+    let statuses: StatusRepository
+    let recorder: ChangeRecorder
+    let webhooks: WebhookQueue
 
     /// One pass over every app with graces. Returns how many users went offline.
     @discardableResult
     func sweep(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
         var ended = 0
-        let sweep = DueIndexSweep(services: services, apps: RedisKeys.graceApps, index: \.graces)
-        try await sweep.run(nowMs: nowMs) { app, userId, _ in
-            let outcome = try await services.statuses.endGrace(
+        try await dueIndex.run(nowMs: nowMs) { app, userId, _ in
+            let outcome = try await statuses.endGrace(
                 appId: app.appId,
                 userId: userId,
                 retentionSeconds: app.config.subscriptionRetentionSeconds
@@ -29,9 +31,9 @@ struct GraceSweeper: Sendable {
                 return .later(until)
             case .ended(let reply, let cleared):
                 ended += 1
-                await services.recorder.recordPresence(app: app, change: .status, reply: reply)
+                await recorder.recordPresence(app: app, change: .status, reply: reply)
                 if cleared {
-                    await services.webhooks.enqueueCustomStatusChange(
+                    await webhooks.enqueueCustomStatusChange(
                         app: app,
                         userId: userId,
                         customStatus: nil,

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import RedisClient
 import ServiceLifecycle
 import StatusCore
 import Synchronization
@@ -22,7 +21,19 @@ import Synchronization
 /// it clears the custom statuses whose expiry came (``ExpirySweeper``, SPEC §10.2: within 1 s of the moment) and ends
 /// the offline graces that ran out (``GraceSweeper``, SPEC §10.3).
 struct HousekeepingService: Service {
-    let services: ServerServices
+    /// This node's lease and device list.
+    let nodes: NodeRegistry
+    let apps: AppRegistry
+    /// Files departures and re-files live sessions.
+    let presence: PresenceOperations
+    /// Reads a live session's record after the lease was lost.
+    let deviceRecords: DeviceRecordStore
+    /// The backend-driven devices' heartbeats, and which apps have such devices.
+    let heartbeats: HeartbeatStore
+    let expiries: ExpirySweeper
+    let graces: GraceSweeper
+    /// How often the work loop runs (``ServerConfiguration/housekeepingInterval``).
+    let tick: Duration
     let index: FanoutIndex
     let fanout: FanoutService
     /// Where the ghost census goes.
@@ -30,7 +41,7 @@ struct HousekeepingService: Service {
     let logger: Logger
 
     /// How often the lease is renewed: three times per lease.
-    var renewalPeriod: Duration { .milliseconds(services.nodeDevices.leaseSeconds * 1000 / 3) }
+    var renewalPeriod: Duration { .milliseconds(nodes.leaseSeconds * 1000 / 3) }
 
     func run() async throws {
         // Shared by the two loops: the lease loop feeds it renewals, the work loop asks it whether to re-file.
@@ -42,12 +53,12 @@ struct HousekeepingService: Service {
                 group.addTask { await doWork(lease) }
             }
         }
-        await guarded("leaving") { try await services.nodeDevices.leave() }
+        await guarded("leaving") { try await nodes.leave() }
     }
 
     /// The lease loop: renews on a fixed cadence, whatever the work loop is doing.
     private func renewLease(_ lease: SharedLease) async {
-        let registry = services.nodeDevices
+        let registry = nodes
         let period = renewalPeriod
         var next = ContinuousClock.now
         while !Task.isCancelled {
@@ -64,7 +75,6 @@ struct HousekeepingService: Service {
 
     /// The work loop.
     private func doWork(_ lease: SharedLease) async {
-        let tick = services.configuration.housekeepingInterval
         let ticksPerSecond = max(1, Int(Duration.seconds(1) / tick))
         let leaseEvery = max(1, Int(renewalPeriod / tick))
         var ticks = 0
@@ -73,7 +83,7 @@ struct HousekeepingService: Service {
             if ticks % leaseEvery == 0 {
                 await guarded("dead node cleanup") { try await cleanUpDeadNodes() }
                 await guarded("own device reconciliation") { try await fileUnfiledDepartures() }
-                await guarded("unfinished app deletions") { try await services.apps.finishUnfinishedDeletions() }
+                await guarded("unfinished app deletions") { try await apps.finishUnfinishedDeletions() }
                 if lease.state.withLock({ $0.takeRefileCheck() }) {
                     await guarded("re-filing live sessions") { try await refileLiveSessions() }
                 }
@@ -85,8 +95,6 @@ struct HousekeepingService: Service {
                 await guarded("backend device sweep") { try await sweepBackendDevices() }
             }
             ticks += 1
-            let expiries = ExpirySweeper(services: services)
-            let graces = GraceSweeper(services: services)
             for _ in 0..<2 {
                 await guarded("custom status expiry") { try await expiries.sweep() }
                 await guarded("offline grace") { try await graces.sweep() }
@@ -104,15 +112,13 @@ struct HousekeepingService: Service {
         guard !sessions.isEmpty else { return }
         logger.notice("lease was lost: checking live sessions against Redis", metadata: ["sessions": "\(sessions.count)"])
         for session in sessions {
-            let key = RedisKeys(appId: session.appId).user(session.userId).devices
-            let stored = try await services.redis.send("HGET", key, session.deviceId)
-            if let record = DeviceRecord.decode(stored) {
+            if let record = try await deviceRecords.record(appId: session.appId, userId: session.userId, deviceId: session.deviceId) {
                 if record.connection != session.connectionId { session.kick(reason: "replaced") }
                 continue
             }
-            guard let app = try await services.apps.find(session.appId) else { continue }
-            try await services.nodeDevices.add(session)
-            _ = try await services.presence.connect(
+            guard let app = try await apps.find(session.appId) else { continue }
+            try await nodes.add(session)
+            _ = try await presence.connect(
                 app: app,
                 userId: session.userId,
                 deviceId: session.deviceId,
@@ -128,7 +134,7 @@ struct HousekeepingService: Service {
         let now = DeviceSession.monotonicMs()
         var deadlines: [String: Int64] = [:]
         for appId in index.appIds() {
-            let config = try? await services.apps.find(appId)?.config
+            let config = try? await apps.find(appId)?.config
             deadlines[appId] = now - Int64(config?.heartbeatTimeoutSeconds ?? AppConfig().heartbeatTimeoutSeconds) * 1000
         }
         for session in index.sessions(lastActiveBefore: deadlines) {
@@ -139,22 +145,20 @@ struct HousekeepingService: Service {
     /// Visits only the apps that have backend-driven devices (an index kept by device login), so that the work does
     /// not grow with the number of apps; an app that no longer exists leaves the index.
     private func sweepBackendDevices() async throws {
-        for appId in try await services.presence.appsWithBackendDevices() {
-            guard let app = try await services.apps.find(appId) else {
+        for appId in try await heartbeats.apps() {
+            guard let app = try await apps.find(appId) else {
                 // Deleted (its heartbeats went with it); an appId created again re-enters on its first backend login.
-                if try await services.redis.send("ZCARD", RedisKeys(appId: appId).heartbeats).int == 0 {
-                    _ = try await services.redis.send("SREM", RedisKeys.backendApps, appId)
-                }
+                try await heartbeats.forgetIfEmpty(appId: appId)
                 continue
             }
-            _ = try await services.presence.sweepBackendDevices(app: app)
+            _ = try await presence.sweepBackendDevices(app: app)
         }
     }
 
     /// Files the departures this node could not write when their sockets closed (Redis was unreachable then): devices
     /// still listed under this node whose connection has no session here any more.
     private func fileUnfiledDepartures() async throws {
-        let registry = services.nodeDevices
+        let registry = nodes
         // The list first, then the sessions: a session is indexed before it is listed and listed until its departure
         // is filed, so a device listed here without a session has really gone.
         let listed = try await registry.devices(of: registry.nodeId)
@@ -168,7 +172,7 @@ struct HousekeepingService: Service {
     }
 
     private func cleanUpDeadNodes() async throws {
-        let registry = services.nodeDevices
+        let registry = nodes
         for node in try await registry.deadNodes() {
             guard try await registry.claimCleanup(of: node) else { continue }
             let devices = try await registry.devices(of: node)
@@ -184,9 +188,9 @@ struct HousekeepingService: Service {
     /// was lost at an unknown moment within the last two lease periods (its node stopped renewing, or its departure
     /// could not be written): a resume resends what changed since then (SPEC §7).
     private func fileDisconnect(_ device: (appId: String, userId: String, deviceId: String, connection: String)) async throws {
-        guard let app = try await services.apps.find(device.appId) else { return }
-        let lostAt = WallClock.nowMs() - 2 * Int64(services.nodeDevices.leaseSeconds) * 1000 - ResumePoint.clockMargin
-        try await services.presence.remove(
+        guard let app = try await apps.find(device.appId) else { return }
+        let lostAt = WallClock.nowMs() - 2 * Int64(nodes.leaseSeconds) * 1000 - ResumePoint.clockMargin
+        try await presence.remove(
             app: app,
             userId: device.userId,
             deviceIds: [device.deviceId],

@@ -1,66 +1,34 @@
 import Foundation
-import Logging
-import RedisClient
 import StatusCore
 import Synchronization
 
 /// This node's lease and the list of devices it holds, so that when a node dies the survivors turn its devices
-/// offline (SPEC §9: within 30 seconds).
+/// offline (SPEC §9: within 30 seconds). The keys are written through ``NodeStore``.
 final class NodeRegistry: Sendable {
-    let redis: RedisClient
+    let store: NodeStore
     let nodeId: String
     let leaseSeconds: Int
     /// Whether this node renewed its lease before (its first renewal finds none, and that is no loss).
     private let renewedOnce = Atomic<Bool>(false)
     /// Additions to and removals from the device list, written with a group commit: every connect and every
     /// departure touches the list, and under churn one `SADD`/`SREM` per batch replaces one per device.
-    private let listChanges: GroupCommit<ListChange>
+    private let listChanges: GroupCommit<NodeStore.ListChange>
 
-    /// A member added to or removed from the device list.
-    struct ListChange: Sendable, Equatable {
-        var added: Bool
-        var member: String
-    }
-
-    init(redis: RedisClient, nodeId: String, leaseSeconds: Int) {
-        self.redis = redis
+    init(store: NodeStore, nodeId: String, leaseSeconds: Int) {
+        self.store = store
         self.nodeId = nodeId
         self.leaseSeconds = leaseSeconds
         self.listChanges = GroupCommit(maxBatch: 256) { key, changes in
-            let replies = try await redis.pipeline(Self.commands(key: key, changes))
-            for case .error(let message) in replies { throw RedisClientError(kind: .server, message: message) }
+            try await store.write(changes, to: key)
         }
-    }
-
-    /// The commands of a batch of list changes, in their order: consecutive additions in one `SADD`, consecutive
-    /// removals in one `SREM`.
-    static func commands(key: String, _ changes: [ListChange]) -> [[String]] {
-        var commands: [[String]] = []
-        var run: (added: Bool, members: [String])?
-        for change in changes {
-            if run?.added != change.added {
-                if let run { commands.append([run.added ? "SADD" : "SREM", key] + run.members) }
-                run = (change.added, [])
-            }
-            run?.members.append(change.member)
-        }
-        if let run { commands.append([run.added ? "SADD" : "SREM", key] + run.members) }
-        return commands
     }
 
     /// List changes written so far in batches (one round trip each).
     var listBatchesWritten: Int { listChanges.batchesWritten }
 
-    /// Every node's last renewal (sorted set, score = epoch ms).
-    static let nodes = "st:nodes"
-
-    static func lease(_ nodeId: String) -> String { "st:node:{\(nodeId)}:lease" }
-    static func devices(_ nodeId: String) -> String { "st:node:{\(nodeId)}:devices" }
-    static func cleanupLock(_ nodeId: String) -> String { "st:node:{\(nodeId)}:cleanup" }
-
     /// Records that a device session lives on this node.
     func add(_ session: DeviceSession) async throws {
-        try await listChanges.commit(ListChange(added: true, member: Self.member(session)), group: Self.devices(nodeId))
+        try await listChanges.commit(NodeStore.ListChange(added: true, member: Self.member(session)), group: NodeStore.devices(nodeId))
     }
 
     /// Forgets a device session whose departure is filed.
@@ -70,8 +38,8 @@ final class NodeRegistry: Sendable {
 
     /// Forgets a device of this node whose departure is filed.
     func remove(appId: String, userId: String, deviceId: String, connection: String) async throws {
-        let member = Self.member(appId, userId, deviceId, connection)
-        try await listChanges.commit(ListChange(added: false, member: member), group: Self.devices(nodeId))
+        let member = NodeStore.member(appId, userId, deviceId, connection)
+        try await listChanges.commit(NodeStore.ListChange(added: false, member: member), group: NodeStore.devices(nodeId))
     }
 
     /// What a renewal found.
@@ -84,58 +52,42 @@ final class NodeRegistry: Sendable {
 
     /// Renews this node's lease; says whether it had expired meanwhile.
     func renew() async throws -> Renewal {
-        let now = WallClock.nowMs()
-        let replies = try await redis.pipeline([
-            ["SET", Self.lease(nodeId), String(now), "PX", String(leaseSeconds * 1000), "GET"],
-            ["ZADD", Self.nodes, String(now), nodeId],
-        ])
-        let hadLease = replies.first?.string != nil
+        let hadLease = try await store.renew(nodeId, nowMs: WallClock.nowMs(), leaseMs: Int64(leaseSeconds) * 1000)
         let first = !renewedOnce.exchange(true, ordering: .relaxed)
         return hadLease || first ? .held : .lost
     }
 
     /// Nodes whose lease has expired, other than this one.
     func deadNodes() async throws -> [String] {
-        let cutoff = WallClock.nowMs() - Int64(leaseSeconds) * 1000
-        let candidates = try await redis.send("ZRANGEBYSCORE", Self.nodes, "-inf", String(cutoff)).array?.compactMap(\.string) ?? []
+        let candidates = try await store.renewedBefore(WallClock.nowMs() - Int64(leaseSeconds) * 1000)
         var dead: [String] = []
         for node in candidates where node != nodeId {
-            if try await redis.send("EXISTS", Self.lease(node)).int == 0 { dead.append(node) }
+            if try await !store.holdsLease(node) { dead.append(node) }
         }
         return dead
     }
 
     /// Takes the right to clean up after `node` (one survivor does it).
     func claimCleanup(of node: String) async throws -> Bool {
-        let reply = try await redis.send("SET", Self.cleanupLock(node), nodeId, "NX", "PX", "60000")
-        return reply.string == "OK"
+        try await store.claimCleanup(of: node, by: nodeId)
     }
 
     /// The devices a node held: (appId, userId, deviceId, connection).
-    func devices(of node: String) async throws -> [(appId: String, userId: String, deviceId: String, connection: String)] {
-        let members = try await redis.send("SMEMBERS", Self.devices(node)).array?.compactMap(\.string) ?? []
-        return members.compactMap { member in
-            let parts = member.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-            guard parts.count == 4 else { return nil }
-            return (parts[0], parts[1], parts[2], parts[3])
-        }
+    func devices(of node: String) async throws -> [NodeStore.Device] {
+        try await store.devices(of: node)
     }
 
     /// Forgets a dead node once its devices are filed.
     func forget(_ node: String) async throws {
-        _ = try await redis.pipeline([["DEL", Self.devices(node)], ["ZREM", Self.nodes, node], ["DEL", Self.cleanupLock(node)]])
+        try await store.forget(node)
     }
 
     /// Forgets this node on a clean shutdown.
     func leave() async throws {
-        _ = try await redis.pipeline([["DEL", Self.lease(nodeId)], ["ZREM", Self.nodes, nodeId], ["DEL", Self.devices(nodeId)]])
+        try await store.leave(nodeId)
     }
 
     private static func member(_ session: DeviceSession) -> String {
-        member(session.appId, session.userId, session.deviceId, session.connectionId)
-    }
-
-    private static func member(_ appId: String, _ userId: String, _ deviceId: String, _ connection: String) -> String {
-        [appId, userId, deviceId, connection].joined(separator: "\n")
+        NodeStore.member(session.appId, session.userId, session.deviceId, session.connectionId)
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import RedisClient
 import StatusCore
 
 /// Device lifecycle (SPEC §2, §7): connect, heartbeat, logout, kick, disconnect and heartbeat timeouts, for WebSocket
@@ -9,7 +8,8 @@ struct PresenceOperations: Sendable {
     let statuses: StatusRepository
     let recorder: ChangeRecorder
     let bus: EventBus
-    let redis: RedisClient
+    /// The heartbeats of backend-driven devices, which the housekeeping's sweep reads.
+    let heartbeats: HeartbeatStore
     let webhooks: WebhookQueue
     let nodeId: String
     let logger: Logger
@@ -81,12 +81,8 @@ struct PresenceOperations: Sendable {
             generation: generation
         )
         let result = connected.write
-        let keys = RedisKeys(appId: app.appId)
         if kind == .backend {
-            _ = try await redis.pipeline([
-                ["ZADD", keys.heartbeats, String(WallClock.nowMs()), Self.member(userId, deviceId)],
-                ["SADD", RedisKeys.backendApps, app.appId],
-            ])
+            try await heartbeats.track(appId: app.appId, userId: userId, deviceId: deviceId, nowMs: WallClock.nowMs())
         }
         await closeKicked(connected.kicked, app: app, userId: userId, statusType: result.reply.status.statusType)
         if let replaced = connected.replaced, replaced.connection != connection, replaced.kind == .webSocket {
@@ -127,9 +123,9 @@ struct PresenceOperations: Sendable {
                 await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: sockets, reason: reason.rawValue))
             }
         }
-        let backend = kicked.filter { $0.record.kind == .backend }.map { Self.member(userId, $0.deviceId) }
+        let backend = kicked.filter { $0.record.kind == .backend }.map(\.deviceId)
         if !backend.isEmpty {
-            _ = try? await redis.send(["ZREM", RedisKeys(appId: app.appId).heartbeats] + backend)
+            try? await heartbeats.untrack(appId: app.appId, userId: userId, deviceIds: backend)
         }
         for device in kicked {
             await webhooks.enqueue(
@@ -147,7 +143,7 @@ struct PresenceOperations: Sendable {
     func heartbeat(app: AppRecord, userId: String, deviceId: String, state: DeviceState? = nil) async throws -> UserStatus {
         let update = try await statuses.updateDevice(appId: app.appId, userId: userId, deviceId: deviceId, state: state, heartbeat: true)
         if update.found {
-            _ = try await redis.send("ZADD", RedisKeys(appId: app.appId).heartbeats, "XX", String(WallClock.nowMs()), Self.member(userId, deviceId))
+            try await heartbeats.beat(appId: app.appId, userId: userId, deviceId: deviceId, nowMs: WallClock.nowMs())
         }
         await recorder.recordPresence(app: app, change: update.write.change, reply: update.write.reply)
         return PresenceView.own.status(of: update.write.reply.record, appDefault: app.config.lastSeenPrivacy)
@@ -188,10 +184,9 @@ struct PresenceOperations: Sendable {
             resumeTTLms: Int64(app.config.heartbeatTimeoutSeconds) * 1000,
             graceSeconds: app.config.offlineGraceSeconds
         )
-        let keys = RedisKeys(appId: app.appId)
         let backend = result.removed.filter { $0.record.kind == .backend }
         if !backend.isEmpty {
-            _ = try await redis.send(["ZREM", keys.heartbeats] + backend.map { Self.member(userId, $0.deviceId) })
+            try await heartbeats.untrack(appId: app.appId, userId: userId, deviceIds: backend.map(\.deviceId))
         }
         let sockets = result.removed.filter { $0.record.kind == .webSocket && $0.record.connection != connection }
         if !sockets.isEmpty {
@@ -222,41 +217,19 @@ struct PresenceOperations: Sendable {
         return (result.removed.map(\.deviceId), result.reply.status)
     }
 
-    /// The apps whose backend-driven devices the sweep visits. The first node to run this after an upgrade fills the
-    /// index from every app's heartbeats once; afterwards it costs one read whatever the number of apps. Deleted
-    /// apps are dropped from it by the caller.
-    func appsWithBackendDevices() async throws -> [String] {
-        if try await redis.send("SET", RedisKeys.backendAppsIndexed, "1", "NX").string == "OK" {
-            let all = try await redis.send("SMEMBERS", RedisKeys.apps).array?.compactMap(\.string) ?? []
-            for appId in all where try await redis.send("ZCARD", RedisKeys(appId: appId).heartbeats).int ?? 0 > 0 {
-                _ = try await redis.send("SADD", RedisKeys.backendApps, appId)
-            }
-        }
-        return try await redis.send("SMEMBERS", RedisKeys.backendApps).array?.compactMap(\.string) ?? []
-    }
-
     /// Turns backend-driven devices of `app` silent for longer than `heartbeatTimeoutSeconds` offline.
     /// Returns how many were removed.
     func sweepBackendDevices(app: AppRecord, limit: Int = 1000) async throws -> Int {
         let deadline = WallClock.nowMs() - Int64(app.config.heartbeatTimeoutSeconds) * 1000
-        let key = RedisKeys(appId: app.appId).heartbeats
-        let reply = try await redis.send("ZRANGEBYSCORE", key, "-inf", "(\(deadline)", "LIMIT", "0", String(limit))
         var removed = 0
-        for member in reply.array?.compactMap(\.string) ?? [] {
-            let parts = member.split(separator: "\n", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { continue }
-            let result = try await remove(app: app, userId: parts[0], deviceIds: [parts[1]], because: .timeout, staleBefore: deadline)
+        for entry in try await heartbeats.silent(appId: app.appId, before: deadline, limit: limit) {
+            let result = try await remove(app: app, userId: entry.userId, deviceIds: [entry.deviceId], because: .timeout, staleBefore: deadline)
             removed += result.removed.count
             if result.removed.isEmpty {
                 // Heartbeated since (its entry is renewed by that heartbeat), or gone already: then drop the entry.
-                let exists = try await redis.send("HEXISTS", RedisKeys(appId: app.appId).user(parts[0]).devices, parts[1])
-                if exists.int == 0 { _ = try await redis.send("ZREM", key, member) }
+                try await heartbeats.dropIfGone(appId: app.appId, entry)
             }
         }
         return removed
-    }
-
-    private static func member(_ userId: String, _ deviceId: String) -> String {
-        userId + "\n" + deviceId
     }
 }

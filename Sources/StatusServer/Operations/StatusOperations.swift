@@ -5,8 +5,10 @@ import StatusCore
 /// The four operations of SPEC §4 plus the listings, with every gate, quota and rule. Both transports (HTTP server
 /// API and device WebSocket) call these, so they share semantics and counters.
 struct StatusOperations: Sendable {
-    let redis: RedisClient
-    let scripts: ScriptLibrary
+    /// Runs the operations' own scripts (the admission, activity, subscription marks).
+    let runner: ScriptRunner
+    /// The app's user indexes, which listings page through.
+    let listings: ListingStore
     let users: UserDirectory
     let statuses: StatusRepository
     let bus: EventBus
@@ -14,8 +16,6 @@ struct StatusOperations: Sendable {
     let recorder: ChangeRecorder
     /// Which callers this node saw at their rate limit (their calls are admitted before their reads are sent).
     let hints = AdmissionHints()
-
-    private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
 
     /// The backend query's fixed batch limit (SPEC §7 `POST /status/query`).
     static let backendQueryLimit = 500
@@ -304,17 +304,14 @@ struct StatusOperations: Sendable {
     /// than `limit` users, even none, with a cursor to go on from: the listing is over only when the cursor is null.
     func listUsers(appId: String, presence: StatusType?, limit: Int, cursor: String?) async throws -> UserPage {
         var after = try cursor.map(ListCursor.decode)
-        let keys = RedisKeys(appId: appId)
-        let source = presence == .online ? keys.online : keys.users
+        let source: ListingStore.Index = presence == .online ? .online : .users
         var page: [StatusQueryResult.Entry] = []
         var exhausted = false
         var examined = 0
         let budget = Self.listingBudget(limit: limit)
         while page.count < limit && !exhausted && examined < budget {
             let batch = min(200, limit * 2, budget - examined)
-            let start = after.map { "(" + $0 } ?? "-"
-            let reply = try await redis.send("ZRANGEBYLEX", source, start, "+", "LIMIT", "0", String(batch))
-            let candidates = reply.array?.compactMap(\.string) ?? []
+            let candidates = try await listings.page(appId: appId, source, after: after, limit: batch)
             exhausted = candidates.count < batch
             let found = try await statuses.stored(appId: appId, userIds: candidates)
             for id in candidates {

@@ -11,30 +11,57 @@ import StatusCore
 /// ``DeviceWorkQueue``; the sockets themselves are driven by ``DeviceChannelHandler`` on their event loops.
 ///
 /// A class: every device's handler and every connection's upgrader holds the gateway, and a reference is 8 bytes where
-/// a copy of the services it reaches is kilobytes per device.
+/// a copy of the repositories it reaches is kilobytes per device.
 final class DeviceGateway: Sendable {
-    let services: ServerServices
+    /// Verifies the device's user token.
+    let tokens: TokenService
+    /// Finds a departing session's app.
+    let apps: AppRegistry
+    /// The node's device list, which a session joins before its connect and leaves after its departure is filed.
+    let nodes: NodeRegistry
+    let presence: PresenceOperations
+    /// What a resuming device missed (SPEC §7).
+    let resume: SessionResume
+    /// What `&snapshot=true` sends (SPEC §10.6).
+    let snapshot: SessionSnapshot
+    /// Answers the sessions' requests.
+    let requests: DeviceRequestHandler
     let index: FanoutIndex
     let fanout: FanoutService
     let work: DeviceWorkQueue
     let limits: DeviceConnectionStateMachine.Limits
     /// Per-app counters of this node, handed to each session.
     let activity: AppActivity
+    let logger: Logger
 
     init(
-        services: ServerServices,
+        tokens: TokenService,
+        apps: AppRegistry,
+        nodes: NodeRegistry,
+        presence: PresenceOperations,
+        resume: SessionResume,
+        snapshot: SessionSnapshot,
+        requests: DeviceRequestHandler,
         index: FanoutIndex,
         fanout: FanoutService,
         work: DeviceWorkQueue,
         limits: DeviceConnectionStateMachine.Limits,
-        activity: AppActivity
+        activity: AppActivity,
+        logger: Logger
     ) {
-        self.services = services
+        self.tokens = tokens
+        self.apps = apps
+        self.nodes = nodes
+        self.presence = presence
+        self.resume = resume
+        self.snapshot = snapshot
+        self.requests = requests
         self.index = index
         self.fanout = fanout
         self.work = work
         self.limits = limits
         self.activity = activity
+        self.logger = logger
     }
 
     /// The path devices connect to.
@@ -87,7 +114,7 @@ final class DeviceGateway: Sendable {
         let token = bearer ?? query.get("token").map { String($0) }
         guard let token, !token.isEmpty else { throw StatusError(.unauthorized, "missing token") }
         // The user's token generation is checked by the connect script: a deleted user's token is refused there.
-        let verified = try await services.tokens.verify(token)
+        let verified = try await tokens.verify(token)
         let app = verified.app
         // Browsers only: a page of an origin the app does not list may not use a token it got hold of.
         guard AllowedOrigins.admits(head.headers["Origin"], allowed: app.config.allowedOrigins) else {
@@ -138,8 +165,8 @@ final class DeviceGateway: Sendable {
         recordGauges()
         let connected: PresenceOperations.Connected
         do {
-            try await services.nodeDevices.add(session)
-            connected = try await services.presence.connect(
+            try await nodes.add(session)
+            connected = try await presence.connect(
                 app: parameters.app,
                 userId: session.userId,
                 deviceId: session.deviceId,
@@ -168,8 +195,7 @@ final class DeviceGateway: Sendable {
         )
         var frames = WebSocketWire.text(welcome.jsonBytes)
         if let token = parameters.resume,
-            var missed = await SessionResume(services: services, index: index)
-                .missedChanges(token: token, session: session, app: parameters.app, replaced: connected.replaced)
+            var missed = await resume.missedChanges(token: token, session: session, app: parameters.app, replaced: connected.replaced)
         {
             // Right after the welcome, before anything the session has waiting (SPEC §7).
             frames.writeBuffer(&missed)
@@ -178,9 +204,9 @@ final class DeviceGateway: Sendable {
             // After the resume's frame, if any (SPEC §10.6). A read that fails refuses the upgrade (503), undoing the
             // connect like any other failure after it.
             do {
-                let result = try await SessionSnapshot(services: services, index: index).read(session: session, app: parameters.app)
-                var snapshot = try SessionSnapshot.frame(result)
-                frames.writeBuffer(&snapshot)
+                let result = try await snapshot.read(session: session, app: parameters.app)
+                var frame = try SessionSnapshot.frame(result)
+                frames.writeBuffer(&frame)
             } catch {
                 await abandon(session, app: parameters.app, connected: true)
                 throw error
@@ -199,7 +225,7 @@ final class DeviceGateway: Sendable {
         recordGauges()
         do {
             if connected {
-                try await services.presence.remove(
+                try await presence.remove(
                     app: app,
                     userId: session.userId,
                     deviceIds: [session.deviceId],
@@ -207,15 +233,15 @@ final class DeviceGateway: Sendable {
                     connection: session.connectionId
                 )
             }
-            try await services.nodeDevices.remove(session)
+            try await nodes.remove(session)
         } catch {
-            services.logger.debug("a failed connect is left to reconciliation", metadata: ["error": "\(error)"])
+            logger.debug("a failed connect is left to reconciliation", metadata: ["error": "\(error)"])
         }
     }
 
     /// Runs a request of a session and hands its reply to the session's handler.
     func execute(_ request: ByteBuffer, for session: DeviceSession, replyingTo handler: NIOLoopBound<DeviceChannelHandler>) {
-        let requests = DeviceRequestHandler(services: services)
+        let requests = self.requests
         let queued = work.submit {
             let (reply, after) = await requests.handle(request, session: session)
             let frame = WebSocketWire.text(reply)
@@ -259,9 +285,9 @@ final class DeviceGateway: Sendable {
         case .disconnected, .tooSlow: departure = .disconnect
         }
         do {
-            if let departure, let app = try await services.apps.find(session.appId) {
+            if let departure, let app = try await apps.find(session.appId) {
                 // With its resume point, in one step (SPEC §7).
-                try await services.presence.remove(
+                try await presence.remove(
                     app: app,
                     userId: session.userId,
                     deviceIds: [session.deviceId],
@@ -276,9 +302,9 @@ final class DeviceGateway: Sendable {
                 activity.accuracy.departureFiled(reason: reason, lagMs: session.silenceMs)
             }
             // Only once the departure is filed: until then the node's device list lets its reconciliation file it.
-            try await services.nodeDevices.remove(session)
+            try await nodes.remove(session)
         } catch {
-            services.logger.warning("could not file a departure", metadata: ["user": "\(session.userId)", "error": "\(error)"])
+            logger.warning("could not file a departure", metadata: ["user": "\(session.userId)", "error": "\(error)"])
         }
         fanout.unregister(session)
         recordGauges()

@@ -5,7 +5,10 @@ import StatusCore
 /// Answers the JSON requests of a device (SPEC §7): the four operations, `heartbeat` and `logout`, through the same
 /// ``StatusOperations`` as the HTTP API, so quotas and counters are shared.
 struct DeviceRequestHandler: Sendable {
-    let services: ServerServices
+    /// Finds the session's app (a deleted app's sessions get `UNAUTHORIZED`).
+    let apps: AppRegistry
+    let operations: StatusOperations
+    let presence: PresenceOperations
 
     /// A request frame. For `setSelfStatus`, `customStatus` absent keeps it, `null` or `""` clears it (SPEC §4);
     /// `availability` absent keeps it (SPEC §10.1); `clearAfterSeconds` goes with a custom status set (SPEC §10.2).
@@ -71,8 +74,7 @@ struct DeviceRequestHandler: Sendable {
             return (DeviceFrames.failure(id: id, StatusError(.invalidRequest, "wrong field types")), .keepOpen)
         }
         do {
-            guard let app = try await services.apps.find(session.appId) else { throw StatusError(.unauthorized, "app deleted") }
-            let operations = services.operations
+            guard let app = try await apps.find(session.appId) else { throw StatusError(.unauthorized, "app deleted") }
             switch frame.op {
             case "setSelfStatus":
                 let change: CustomStatusChange = fields["customStatus"] == nil ? .keep : .set(frame.customStatus)
@@ -96,7 +98,7 @@ struct DeviceRequestHandler: Sendable {
                 return (try success(id, Heartbeat(heartbeatSeconds: app.config.heartbeatIntervalSeconds)), .keepOpen)
             case "setDeviceState":
                 guard let name = frame.state else { throw StatusError(.invalidRequest, "state is required") }
-                let status = try await services.presence.setDeviceState(
+                let status = try await presence.setDeviceState(
                     app: app,
                     userId: session.userId,
                     deviceId: session.deviceId,
@@ -104,7 +106,7 @@ struct DeviceRequestHandler: Sendable {
                 )
                 return (try success(id, status), .keepOpen)
             case "logout":
-                let result = try await services.presence.remove(
+                let result = try await presence.remove(
                     app: app,
                     userId: session.userId,
                     deviceIds: [session.deviceId],

@@ -1,11 +1,20 @@
+import Logging
 import NIOCore
 import StatusCore
 
 /// What a device resuming a session is sent right after its welcome (SPEC §7; the design is in `docs/resume.md`): the
 /// users it hears about whose version moved since the session named by its token lost its socket.
 struct SessionResume: Sendable {
-    let services: ServerServices
+    let resumePoints: ResumePointStore
+    /// The app's log of recent changes, for an app-wide scope.
+    let recentChanges: RecentChangesLog
+    let statuses: StatusRepository
+    /// Sent instead when more moved than one resume reads from the log.
+    let snapshot: SessionSnapshot
     let index: FanoutIndex
+    /// The most users a resume reads from the log (``ServerConfiguration/resumeLogReadLimit``).
+    let logReadLimit: Int
+    let logger: Logger
 
     /// SPEC §7 resume: one `onUserStatusChanged` frame with the current status of every user the session hears about
     /// whose version moved since the session named by `token` lost its socket; nil for an unknown or expired token,
@@ -13,8 +22,7 @@ struct SessionResume: Sendable {
     /// privacy allows. A failure to read is a plain connect.
     func missedChanges(token: String, session: DeviceSession, app: AppRecord, replaced: DeviceRecord?) async -> ByteBuffer? {
         do {
-            let key = RedisKeys(appId: app.appId).user(session.userId).resume(session.deviceId)
-            let stored = try await services.redis.send("GET", key).string.flatMap(ResumePoint.init(stored:))
+            let stored = try await resumePoints.point(appId: app.appId, userId: session.userId, deviceId: session.deviceId)
             guard let point = ResumePoint.since(token: token, stored: stored, replaced: replaced) else { return nil }
             let since = point.lostAt
             // Beyond its relationships, a device of scope `all` or `roles:` hears about anyone: the app's log of recent
@@ -23,22 +31,21 @@ struct SessionResume: Sendable {
             switch session.scope {
             case .all, .roles:
                 if app.config.allowsStatusQuery {
-                    let limit = services.configuration.resumeLogReadLimit
-                    let command = RecentChanges.read(appId: app.appId, since: since, limit: limit)
-                    others = try await services.redis.send(command).array?.compactMap(\.string) ?? []
+                    let limit = logReadLimit
+                    others = try await recentChanges.changed(appId: app.appId, since: since, limit: limit)
                     if others.count >= limit {
                         // More moved than one resume reads: rather than drop the rest, send the current status of
                         // everyone the device may hear about (SPEC §10.7), as a snapshot would.
-                        let snapshot = try await SessionSnapshot(services: services, index: index).read(session: session, app: app)
+                        let everyone = try await snapshot.read(session: session, app: app)
                         var own: [UserStatus] = []
-                        if let stored = try await services.statuses.stored(appId: app.appId, userIds: [session.userId])[session.userId],
+                        if let stored = try await statuses.stored(appId: app.appId, userIds: [session.userId])[session.userId],
                             app.config.multiDeviceSync
                         {
                             own = [stored.viewed(as: .own, appDefault: app.config.lastSeenPrivacy)]
                         }
                         let frame = DeviceFrames.StatusChanged(
-                            statuses: (own + snapshot.statuses).sorted { $0.userId < $1.userId },
-                            truncated: snapshot.truncated ? true : nil
+                            statuses: (own + everyone.statuses).sorted { $0.userId < $1.userId },
+                            truncated: everyone.truncated ? true : nil
                         )
                         return WebSocketWire.text(try JSONCoding.string(frame))
                     }
@@ -49,7 +56,7 @@ struct SessionResume: Sendable {
             let watched = index.watched(by: session, including: others)
             var missed: [UserStatus] = []
             for chunk in watched.chunks(of: FanoutService.resyncChunk) {
-                let statuses = try await services.statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
+                let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
                 for facts in chunk {
                     guard let stored = statuses[facts.userId],
                         Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config)
@@ -69,7 +76,7 @@ struct SessionResume: Sendable {
             missed.sort { $0.userId < $1.userId }
             return WebSocketWire.text(try JSONCoding.string(DeviceFrames.StatusChanged(statuses: missed)))
         } catch {
-            services.logger.debug("resume skipped", metadata: ["error": "\(error)"])
+            logger.debug("resume skipped", metadata: ["error": "\(error)"])
             return nil
         }
     }

@@ -9,8 +9,13 @@ import StatusCore
 /// It serves `&snapshot=true` and a resume whose log of recent changes passed its bound (``RecentChanges/readLimit``):
 /// rather than silently drop what lies beyond, that resume sends the snapshot instead.
 struct SessionSnapshot: Sendable {
-    let services: ServerServices
+    let statuses: StatusRepository
+    /// The app's online index, read for an app-wide scope.
+    let listings: ListingStore
     let index: FanoutIndex
+    /// The most users of an app-wide scope listed (``ServerConfiguration/snapshotScopeLimit``, ``scopeLimit`` unless
+    /// configured).
+    let scopeLimit: Int
 
     /// The most users of an `all`/`roles:` scope a snapshot lists; past it the frame says `"truncated": true`.
     static let scopeLimit = 1_000
@@ -28,7 +33,7 @@ struct SessionSnapshot: Sendable {
         var listed: Set<String> = [session.userId]
         let related = index.watched(by: session).filter { !$0.isSelf }
         for chunk in related.chunks(of: FanoutService.resyncChunk) {
-            let statuses = try await services.statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
+            let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
             for facts in chunk {
                 guard let stored = statuses[facts.userId], Entitlement.hears(facts, role: stored.role, scope: session.scope, config: config)
                 else { continue }
@@ -52,20 +57,18 @@ struct SessionSnapshot: Sendable {
         listed: inout Set<String>,
         into shown: inout [UserStatus]
     ) async throws -> Bool {
-        let key = RedisKeys(appId: app.appId).online
         let blocked = index.watched(by: session).filter(\.blocked).map(\.userId)
         var after: String?
         var added = 0
         var examined = 0
         while examined < Self.scopeScanLimit {
-            let start = after.map { "(" + $0 } ?? "-"
             let batch = FanoutService.resyncChunk
-            let ids = try await services.redis.send("ZRANGEBYLEX", key, start, "+", "LIMIT", "0", String(batch)).array?.compactMap(\.string) ?? []
+            let ids = try await listings.page(appId: app.appId, .online, after: after, limit: batch)
             guard !ids.isEmpty else { return false }
             examined += ids.count
             after = ids.last
             let fresh = ids.filter { !listed.contains($0) && !blocked.contains($0) }
-            let statuses = try await services.statuses.stored(appId: app.appId, userIds: fresh)
+            let statuses = try await statuses.stored(appId: app.appId, userIds: fresh)
             for userId in fresh {
                 // Online as the device sees them: an invisible user is not (the public view, SPEC §10.5).
                 guard let stored = statuses[userId] else { continue }
@@ -73,7 +76,7 @@ struct SessionSnapshot: Sendable {
                 guard seen.statusType == .online else { continue }
                 let facts = Entitlement.Facts(userId: userId, isSelf: false, subscribes: false, isFriend: false, blocked: false)
                 guard Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config) else { continue }
-                if added == services.configuration.snapshotScopeLimit { return true }
+                if added == scopeLimit { return true }
                 listed.insert(userId)
                 shown.append(seen)
                 added += 1

@@ -1,7 +1,6 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
-import RedisClient
 import ServiceLifecycle
 import StatusCore
 import Synchronization
@@ -24,22 +23,27 @@ struct WebhookDispatcher: Service {
     let apps: AppRegistry
     let queue: WebhookAppQueue
     let index: WebhookAppIndex
-    let redis: RedisClient
     let wakeup: WebhookWakeup
     let legacy: WebhookLegacyQueue
     let settings: WebhookDispatchSettings
     let logger: Logger
 
-    /// A dispatcher for the node of `services`.
-    init(services: ServerServices, settings: WebhookDispatchSettings = WebhookDispatchSettings()) {
-        self.apps = services.apps
-        self.queue = services.webhooks.queue
-        self.index = services.webhooks.index
-        self.redis = services.redis
-        self.wakeup = services.webhooks.wakeup
-        self.legacy = WebhookLegacyQueue(redis: services.redis, queue: services.webhooks, logger: services.logger)
+    /// A dispatcher delivering from `webhooks`' queues, the apps' configs read from `apps`; `legacy` is the queue of an
+    /// earlier version, emptied into them first.
+    init(
+        apps: AppRegistry,
+        webhooks: WebhookQueue,
+        legacy: LegacyWebhookStore,
+        settings: WebhookDispatchSettings = WebhookDispatchSettings(),
+        logger: Logger
+    ) {
+        self.apps = apps
+        self.queue = webhooks.queue
+        self.index = webhooks.index
+        self.wakeup = webhooks.wakeup
+        self.legacy = WebhookLegacyQueue(store: legacy, queue: webhooks, logger: logger)
         self.settings = settings
-        self.logger = services.logger
+        self.logger = logger
     }
 
     func run() async throws {
@@ -146,8 +150,8 @@ struct WebhookDispatcher: Service {
         let all = try await apps.allAppIds().filter { !indexed.contains($0) }
         for start in stride(from: 0, to: all.count, by: 500) {
             let batch = Array(all[start..<min(start + 500, all.count)])
-            let counts = try await redis.pipeline(batch.map { ["ZCARD", RedisKeys(appId: $0).webhookDue] })
-            for (appId, count) in zip(batch, counts) where (count.int ?? 0) > 0 {
+            let counts = try await queue.counts(batch)
+            for (appId, count) in zip(batch, counts) where count > 0 {
                 try await index.add(appId)
             }
         }

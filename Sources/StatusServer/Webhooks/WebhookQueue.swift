@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import RedisClient
 import StatusCore
 
 /// The durable queue of SPEC §8 state-change callbacks, one per app (``WebhookAppQueue``), so that one app's backlog
@@ -14,9 +13,9 @@ struct WebhookQueue: Sendable {
     let wakeup = WebhookWakeup()
     let logger: Logger
 
-    init(redis: RedisClient, scripts: ScriptLibrary, maxPendingPerApp: Int, logger: Logger) {
-        self.queue = WebhookAppQueue(redis: redis, scripts: scripts)
-        self.index = WebhookAppIndex(redis: redis, scripts: scripts)
+    init(queue: WebhookAppQueue, index: WebhookAppIndex, maxPendingPerApp: Int, logger: Logger) {
+        self.queue = queue
+        self.index = index
         self.maxPendingPerApp = maxPendingPerApp
         self.logger = logger
     }

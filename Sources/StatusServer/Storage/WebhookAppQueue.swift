@@ -50,4 +50,9 @@ struct WebhookAppQueue: Sendable {
     func count(_ appId: String) async throws -> Int {
         Int(try await redis.send("ZCARD", RedisKeys(appId: appId).webhookDue).int ?? 0)
     }
+
+    /// Undelivered events of each app, in their order, read in one pipeline.
+    func counts(_ appIds: [String]) async throws -> [Int] {
+        try await redis.pipeline(appIds.map { ["ZCARD", RedisKeys(appId: $0).webhookDue] }).map { Int($0.int ?? 0) }
+    }
 }

@@ -1,0 +1,186 @@
+import Logging
+import Prometheus
+import RedisClient
+import StatusCore
+
+/// How the parts of a node fit together, worked out once by ``buildApplication(configuration:logger:)``: the
+/// repositories (``StorageLayer``), the operations over them, and a factory for each route group and service. Nothing
+/// receives this value: every route group, the fan-out, the housekeeping, the gateway and the webhook dispatcher is
+/// given exactly what it uses through its initialiser, here.
+struct NodeWiring: Sendable {
+    let configuration: ServerConfiguration
+    let storage: StorageLayer
+    let auth: Authenticator
+    let bus: EventBus
+    /// The app-wide writes that follow a presence change, and how long the log of recent changes keeps an entry.
+    let recorder: ChangeRecorder
+    let webhooks: WebhookQueue
+    let operations: StatusOperations
+    let presence: PresenceOperations
+    let tokens: TokenService
+    let nodes: NodeRegistry
+    let logger: Logger
+
+    init(configuration: ServerConfiguration, redis: RedisClient, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let storage = try StorageLayer(redis: redis, configuration: configuration.redis)
+        self.storage = storage
+        auth = Authenticator(adminKey: configuration.adminKey, apps: storage.apps)
+        let bus = EventBus(publisher: storage.busPublisher, logger: logger)
+        self.bus = bus
+        let recorder = ChangeRecorder(
+            onlineIndex: OnlineIndexWriter(statuses: storage.statuses),
+            leaseSeconds: configuration.nodeLeaseSeconds,
+            logger: logger
+        )
+        self.recorder = recorder
+        let webhooks = WebhookQueue(
+            queue: storage.webhookQueues,
+            index: storage.webhookIndex,
+            maxPendingPerApp: configuration.webhookDispatch.maxPendingPerApp,
+            logger: logger
+        )
+        self.webhooks = webhooks
+        operations = StatusOperations(
+            runner: storage.runner,
+            listings: storage.listings,
+            users: storage.users,
+            statuses: storage.statuses,
+            bus: bus,
+            webhooks: webhooks,
+            recorder: recorder
+        )
+        presence = PresenceOperations(
+            statuses: storage.statuses,
+            recorder: recorder,
+            bus: bus,
+            heartbeats: storage.heartbeats,
+            webhooks: webhooks,
+            nodeId: configuration.nodeId,
+            logger: logger
+        )
+        tokens = TokenService(apps: storage.apps, users: storage.users, cache: VerifiedTokenCache())
+        nodes = NodeRegistry(store: storage.nodes, nodeId: configuration.nodeId, leaseSeconds: configuration.nodeLeaseSeconds)
+    }
+
+    var apps: AppRegistry { storage.apps }
+    var users: UserDirectory { storage.users }
+    var statuses: StatusRepository { storage.statuses }
+
+    // MARK: Route groups
+
+    func healthRoutes(registry: PrometheusCollectorRegistry) -> HealthRoutes {
+        HealthRoutes(probe: storage.health, registry: registry)
+    }
+
+    func adminRoutes() -> AdminRoutes {
+        AdminRoutes(auth: auth, apps: apps, bus: bus)
+    }
+
+    func adminOverviewRoutes(index: FanoutIndex, activity: AppActivity) -> AdminOverviewRoutes {
+        AdminOverviewRoutes(auth: auth, apps: apps, listings: storage.listings, nodeId: configuration.nodeId, index: index, activity: activity)
+    }
+
+    func userRoutes() -> UserRoutes {
+        UserRoutes(auth: auth, users: users, statuses: statuses, presence: presence, tokens: tokens, bus: bus)
+    }
+
+    func statusRoutes() -> StatusRoutes {
+        StatusRoutes(auth: auth, operations: operations, presence: presence, users: users)
+    }
+
+    // MARK: Services
+
+    func fanout(index: FanoutIndex, work: DeviceWorkQueue) -> FanoutService {
+        FanoutService(
+            index: index,
+            apps: apps,
+            statuses: statuses,
+            relations: storage.relations,
+            deviceRecords: storage.deviceRecords,
+            recentChanges: storage.recentChanges,
+            recorder: recorder,
+            feed: storage.busFeed,
+            work: work,
+            inboxLimit: configuration.busInboxLimit,
+            logger: logger
+        )
+    }
+
+    func snapshot(index: FanoutIndex) -> SessionSnapshot {
+        SessionSnapshot(statuses: statuses, listings: storage.listings, index: index, scopeLimit: configuration.snapshotScopeLimit)
+    }
+
+    func gateway(
+        index: FanoutIndex,
+        fanout: FanoutService,
+        work: DeviceWorkQueue,
+        limits: DeviceConnectionStateMachine.Limits,
+        activity: AppActivity
+    ) -> DeviceGateway {
+        let snapshot = snapshot(index: index)
+        let resume = SessionResume(
+            resumePoints: storage.resumePoints,
+            recentChanges: storage.recentChanges,
+            statuses: statuses,
+            snapshot: snapshot,
+            index: index,
+            logReadLimit: configuration.resumeLogReadLimit,
+            logger: logger
+        )
+        return DeviceGateway(
+            tokens: tokens,
+            apps: apps,
+            nodes: nodes,
+            presence: presence,
+            resume: resume,
+            snapshot: snapshot,
+            requests: DeviceRequestHandler(apps: apps, operations: operations, presence: presence),
+            index: index,
+            fanout: fanout,
+            work: work,
+            limits: limits,
+            activity: activity,
+            logger: logger
+        )
+    }
+
+    func housekeeping(index: FanoutIndex, fanout: FanoutService, accuracy: PresenceAccuracy) -> HousekeepingService {
+        HousekeepingService(
+            nodes: nodes,
+            apps: apps,
+            presence: presence,
+            deviceRecords: storage.deviceRecords,
+            heartbeats: storage.heartbeats,
+            expiries: ExpirySweeper(
+                dueIndex: .expiries(store: storage.dueIndexes, apps: apps),
+                statuses: statuses,
+                webhooks: webhooks,
+                recentChanges: storage.recentChanges,
+                recorder: recorder
+            ),
+            graces: GraceSweeper(
+                dueIndex: .graces(store: storage.dueIndexes, apps: apps),
+                statuses: statuses,
+                recorder: recorder,
+                webhooks: webhooks
+            ),
+            tick: configuration.housekeepingInterval,
+            index: index,
+            fanout: fanout,
+            accuracy: accuracy,
+            logger: logger
+        )
+    }
+
+    func webhookDispatcher() -> WebhookDispatcher {
+        WebhookDispatcher(
+            apps: apps,
+            webhooks: webhooks,
+            legacy: storage.legacyWebhooks,
+            settings: configuration.webhookDispatch,
+            logger: logger
+        )
+    }
+}

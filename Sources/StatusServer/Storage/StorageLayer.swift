@@ -1,0 +1,59 @@
+import Logging
+import RedisClient
+
+/// Every repository of a node over one Redis client, built once by ``buildApplication(configuration:logger:)``.
+/// Storage is the only module that sends Redis commands: the types here (and the scripts' runner) are the one door.
+/// This value is wiring, not a dependency: nothing receives it whole, each consumer gets the repositories it uses
+/// through its initialiser.
+struct StorageLayer: Sendable {
+    let redis: RedisClient
+    let scripts: ScriptLibrary
+    let runner: ScriptRunner
+    let apps: AppRegistry
+    let users: UserDirectory
+    let statuses: StatusRepository
+    let relations: RelationsLoader
+    let deviceRecords: DeviceRecordStore
+    let recentChanges: RecentChangesLog
+    let resumePoints: ResumePointStore
+    let listings: ListingStore
+    let heartbeats: HeartbeatStore
+    let nodes: NodeStore
+    let dueIndexes: DueIndexStore
+    let webhookQueues: WebhookAppQueue
+    let webhookIndex: WebhookAppIndex
+    let legacyWebhooks: LegacyWebhookStore
+    let busPublisher: BusPublisher
+    let busFeed: BusFeed
+    let health: HealthProbe
+
+    init(redis: RedisClient, configuration: RedisConfiguration) throws {
+        self.redis = redis
+        let scripts = try ScriptLibrary.load()
+        self.scripts = scripts
+        let runner = ScriptRunner(redis: redis, scripts: scripts)
+        self.runner = runner
+        apps = AppRegistry(redis: redis, scripts: scripts)
+        users = UserDirectory(redis: redis, scripts: scripts)
+        statuses = StatusRepository(redis: redis, scripts: scripts)
+        relations = RelationsLoader(redis: redis)
+        deviceRecords = DeviceRecordStore(redis: redis)
+        recentChanges = RecentChangesLog(redis: redis)
+        resumePoints = ResumePointStore(redis: redis)
+        listings = ListingStore(redis: redis)
+        heartbeats = HeartbeatStore(redis: redis)
+        nodes = NodeStore(redis: redis)
+        dueIndexes = DueIndexStore(runner: runner)
+        webhookQueues = WebhookAppQueue(redis: redis, scripts: scripts)
+        webhookIndex = WebhookAppIndex(redis: redis, scripts: scripts)
+        legacyWebhooks = LegacyWebhookStore(redis: redis)
+        busPublisher = BusPublisher(redis: redis)
+        busFeed = BusFeed(configuration: configuration, redis: redis)
+        health = HealthProbe(redis: redis)
+    }
+
+    /// The service that loads the scripts when the node starts.
+    func scriptPreloader(logger: Logger) -> ScriptPreloader {
+        ScriptPreloader(redis: redis, scripts: scripts, logger: logger)
+    }
+}
