@@ -163,8 +163,7 @@ struct NodeWiring: Sendable {
             graces: GraceSweeper(
                 dueIndex: .graces(store: storage.dueIndexes, apps: apps),
                 statuses: statuses,
-                recorder: recorder,
-                webhooks: webhooks
+                presence: presence
             ),
             tick: configuration.housekeepingInterval,
             index: index,

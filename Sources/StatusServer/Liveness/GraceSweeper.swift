@@ -11,8 +11,8 @@ struct GraceSweeper: Sendable {
     /// The sweep of the grace indexes (``DueIndexSweep/graces(store:apps:)``).
     let dueIndex: DueIndexSweep
     let statuses: StatusRepository
-    let recorder: ChangeRecorder
-    let webhooks: WebhookQueue
+    /// What follows the change, as after any departure (``PresenceOperations/recordChange(app:userId:change:reply:clearedCustomStatus:)``).
+    let presence: PresenceOperations
 
     /// One pass over every app with graces. Returns how many users went offline.
     @discardableResult
@@ -31,16 +31,7 @@ struct GraceSweeper: Sendable {
                 return .later(until)
             case .ended(let reply, let cleared):
                 ended += 1
-                await recorder.recordPresence(app: app, change: .status, reply: reply)
-                if cleared {
-                    await webhooks.enqueueCustomStatusChange(
-                        app: app,
-                        userId: userId,
-                        customStatus: nil,
-                        cleared: true,
-                        statusType: reply.status.statusType
-                    )
-                }
+                await presence.recordChange(app: app, userId: userId, change: .status, reply: reply, clearedCustomStatus: cleared)
                 return .done
             }
         }

@@ -194,16 +194,7 @@ struct PresenceOperations: Sendable {
             let devices = sockets.map { ClosedDevice(deviceId: $0.deviceId, connection: $0.record.connection) }
             await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: devices, reason: reason))
         }
-        await recorder.recordPresence(app: app, change: result.change, reply: result.reply)
-        if result.clearedCustomStatus {
-            await webhooks.enqueueCustomStatusChange(
-                app: app,
-                userId: userId,
-                customStatus: nil,
-                cleared: true,
-                statusType: result.reply.status.statusType
-            )
-        }
+        await recordChange(app: app, userId: userId, change: result.change, reply: result.reply, clearedCustomStatus: result.clearedCustomStatus)
         for device in result.removed {
             await webhooks.enqueue(
                 app: app,
@@ -215,6 +206,21 @@ struct PresenceOperations: Sendable {
             )
         }
         return (result.removed.map(\.deviceId), result.reply.status)
+    }
+
+    /// What follows a presence change a script wrote (a departure, the end of an offline grace): the online index and
+    /// the log of recent changes (``ChangeRecorder``), and, when it cleared the custom status, the webhook's
+    /// `customStatusChange` (SPEC §8).
+    func recordChange(app: AppRecord, userId: String, change: StatusRepository.Change, reply: StatusReply, clearedCustomStatus: Bool) async {
+        await recorder.recordPresence(app: app, change: change, reply: reply)
+        guard clearedCustomStatus else { return }
+        await webhooks.enqueueCustomStatusChange(
+            app: app,
+            userId: userId,
+            customStatus: nil,
+            cleared: true,
+            statusType: reply.status.statusType
+        )
     }
 
     /// Turns backend-driven devices of `app` silent for longer than `heartbeatTimeoutSeconds` offline.
