@@ -136,7 +136,7 @@ import Testing
 @Suite struct AppCacheBoundTests {
     @Test func unknownAppIdsLeaveTheCacheEmpty() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "app-cache-test"))
-        let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load())
+        let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: SystemNodeClock())
         let prefix = "ghost" + UUID().uuidString.prefix(8)
         for index in 0..<5_000 {
             #expect(try await registry.find("\(prefix)-\(index)") == nil)

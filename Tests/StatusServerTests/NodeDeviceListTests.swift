@@ -30,7 +30,7 @@ import Testing
         logger.logLevel = .warning
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: logger)
         let nodeId = "nl-" + UUID().uuidString.prefix(8).lowercased()
-        let registry = NodeRegistry(redis: redis, nodeId: nodeId, leaseSeconds: 10)
+        let registry = NodeRegistry(redis: redis, nodeId: nodeId, leaseSeconds: 10, clock: SystemNodeClock())
         let loop = EmbeddedEventLoop()
         let sessions = (0..<200).map {
             DeviceSession(appId: "app", userId: "u\($0)", deviceId: "d", platform: .web, scope: .subscriptions, eventLoop: loop)

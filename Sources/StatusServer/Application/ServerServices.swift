@@ -21,6 +21,8 @@ struct ServerServices: Sendable {
     let recorder: ChangeRecorder
     let nodeDevices: NodeRegistry
     let logger: Logger
+    /// Where the node reads its own time.
+    var clock: any NodeClock { configuration.clock }
 
     init(configuration: ServerConfiguration, redis: RedisClient, logger: Logger) throws {
         self.configuration = configuration
@@ -28,12 +30,13 @@ struct ServerServices: Sendable {
         self.logger = logger
         let scripts = try ScriptLibrary.load()
         self.scripts = scripts
-        let apps = AppRegistry(redis: redis, scripts: scripts)
+        let clock = configuration.clock
+        let apps = AppRegistry(redis: redis, scripts: scripts, clock: clock)
         self.apps = apps
         self.auth = Authenticator(adminKey: configuration.adminKey, apps: apps)
-        let users = UserDirectory(redis: redis, scripts: scripts)
+        let users = UserDirectory(redis: redis, scripts: scripts, clock: clock)
         self.users = users
-        let statuses = StatusRepository(redis: redis, scripts: scripts)
+        let statuses = StatusRepository(redis: redis, scripts: scripts, clock: clock)
         self.statuses = statuses
         let bus = EventBus(redis: redis, logger: logger)
         self.bus = bus
@@ -47,6 +50,7 @@ struct ServerServices: Sendable {
             redis: redis,
             scripts: scripts,
             maxPendingPerApp: configuration.webhookDispatch.maxPendingPerApp,
+            clock: clock,
             logger: logger
         )
         self.webhooks = webhooks
@@ -57,7 +61,8 @@ struct ServerServices: Sendable {
             statuses: statuses,
             bus: bus,
             webhooks: webhooks,
-            recorder: recorder
+            recorder: recorder,
+            clock: clock
         )
         self.presence = PresenceOperations(
             statuses: statuses,
@@ -66,10 +71,11 @@ struct ServerServices: Sendable {
             redis: redis,
             webhooks: webhooks,
             nodeId: configuration.nodeId,
+            clock: clock,
             logger: logger
         )
-        self.tokens = TokenService(apps: apps, users: users, cache: VerifiedTokenCache())
-        self.nodeDevices = NodeRegistry(redis: redis, nodeId: configuration.nodeId, leaseSeconds: configuration.nodeLeaseSeconds)
+        self.tokens = TokenService(apps: apps, users: users, cache: VerifiedTokenCache(), clock: clock)
+        self.nodeDevices = NodeRegistry(redis: redis, nodeId: configuration.nodeId, leaseSeconds: configuration.nodeLeaseSeconds, clock: clock)
     }
 
     /// The app of the path, authenticated by its API key.

@@ -223,7 +223,7 @@ final class FanoutService: Service, Sendable {
             if await !resynchronise() {
                 // Redis is not back yet: try again shortly (the inbox wakes the loop at once, so wait here). A
                 // cancelled node does not retry.
-                guard (try? await Task.sleep(for: .milliseconds(250))) != nil else { return }
+                guard (try? await services.clock.sleep(for: .milliseconds(250))) != nil else { return }
                 inbox.markGap()
             }
         }
@@ -337,7 +337,8 @@ final class FanoutService: Service, Sendable {
     }
 
     /// On shutdown: ends every session (their devices go offline) and waits, a few seconds at most, for their
-    /// departures to be filed.
+    /// departures to be filed. The bound is the system's time, not the node's clock: it limits how long a stop takes,
+    /// and a node stopped under a clock nobody advances must still stop.
     private func closeAllSessions() async {
         for session in index.allSessions() { session.end(.disconnected) }
         let deadline = ContinuousClock.now + .seconds(5)

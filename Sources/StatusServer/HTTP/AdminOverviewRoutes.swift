@@ -54,7 +54,7 @@ struct AdminOverviewRoutes: Sendable {
                 rateLimited: counters.rateLimited,
                 presenceAccuracy: activity.accuracy.snapshot
             )
-            return JSONResponse(AppStats(appId: appId, onlineUsers: online, node: node, at: WallClock.nowMs()))
+            return JSONResponse(AppStats(appId: appId, onlineUsers: online, node: node, at: services.clock.nowMs))
         }
     }
 }

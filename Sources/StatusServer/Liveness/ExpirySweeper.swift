@@ -13,7 +13,8 @@ struct ExpirySweeper: Sendable {
 
     /// One pass over every app with expiries. Returns how many custom statuses were cleared.
     @discardableResult
-    func sweep(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
+    func sweep(nowMs: Int64? = nil) async throws -> Int {
+        let nowMs = nowMs ?? services.clock.nowMs
         var cleared = 0
         let sweep = DueIndexSweep(services: services, apps: RedisKeys.expiringApps, index: \.expiries)
         try await sweep.run(nowMs: nowMs) { app, userId, dueAt in
@@ -30,7 +31,7 @@ struct ExpirySweeper: Sendable {
             )
             if app.logsRecentChanges {
                 _ = try await services.redis.pipeline(
-                    RecentChanges.record(appId: app.appId, userId: userId, nowMs: WallClock.nowMs(), keepMs: services.recorder.keepMs(app.config))
+                    RecentChanges.record(appId: app.appId, userId: userId, nowMs: services.clock.nowMs, keepMs: services.recorder.keepMs(app.config))
                 )
             }
             return .done

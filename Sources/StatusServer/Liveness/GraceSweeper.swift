@@ -13,7 +13,8 @@ struct GraceSweeper: Sendable {
 
     /// One pass over every app with graces. Returns how many users went offline.
     @discardableResult
-    func sweep(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
+    func sweep(nowMs: Int64? = nil) async throws -> Int {
+        let nowMs = nowMs ?? services.clock.nowMs
         var ended = 0
         let sweep = DueIndexSweep(services: services, apps: RedisKeys.graceApps, index: \.graces)
         try await sweep.run(nowMs: nowMs) { app, userId, _ in

@@ -49,16 +49,17 @@ struct HousekeepingService: Service {
     private func renewLease(_ lease: SharedLease) async {
         let registry = services.nodeDevices
         let period = renewalPeriod
-        var next = ContinuousClock.now
+        let clock = services.clock
+        var next = clock.now
         while !Task.isCancelled {
             await guarded("lease renewal") {
                 let outcome = try await registry.renew()
-                let now = ContinuousClock.now
+                let now = clock.now
                 let renewed = lease.state.withLock { $0.renewed(outcome, at: now) }
                 Metrics.leaseRenewalLag.record(Double(renewed.lag.inMilliseconds) / 1000)
             }
-            next = max(next + period, ContinuousClock.now)
-            try? await Task.sleep(until: next)
+            next = max(next + period, clock.now)
+            try? await clock.sleep(until: next)
         }
     }
 
@@ -90,7 +91,7 @@ struct HousekeepingService: Service {
             for _ in 0..<2 {
                 await guarded("custom status expiry") { try await expiries.sweep() }
                 await guarded("offline grace") { try await graces.sweep() }
-                try? await Task.sleep(for: tick / 2)
+                try? await services.clock.sleep(for: tick / 2)
             }
         }
     }
@@ -185,7 +186,7 @@ struct HousekeepingService: Service {
     /// could not be written): a resume resends what changed since then (SPEC §7).
     private func fileDisconnect(_ device: (appId: String, userId: String, deviceId: String, connection: String)) async throws {
         guard let app = try await services.apps.find(device.appId) else { return }
-        let lostAt = WallClock.nowMs() - 2 * Int64(services.nodeDevices.leaseSeconds) * 1000 - ResumePoint.clockMargin
+        let lostAt = services.clock.nowMs - 2 * Int64(services.nodeDevices.leaseSeconds) * 1000 - ResumePoint.clockMargin
         try await services.presence.remove(
             app: app,
             userId: device.userId,

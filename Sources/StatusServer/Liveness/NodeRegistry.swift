@@ -10,6 +10,8 @@ final class NodeRegistry: Sendable {
     let redis: RedisClient
     let nodeId: String
     let leaseSeconds: Int
+    /// The node's wall time, written as its renewals' time and compared with other nodes'.
+    let clock: any NodeClock
     /// Whether this node renewed its lease before (its first renewal finds none, and that is no loss).
     private let renewedOnce = Atomic<Bool>(false)
     /// Additions to and removals from the device list, written with a group commit: every connect and every
@@ -22,7 +24,8 @@ final class NodeRegistry: Sendable {
         var member: String
     }
 
-    init(redis: RedisClient, nodeId: String, leaseSeconds: Int) {
+    init(redis: RedisClient, nodeId: String, leaseSeconds: Int, clock: any NodeClock) {
+        self.clock = clock
         self.redis = redis
         self.nodeId = nodeId
         self.leaseSeconds = leaseSeconds
@@ -84,7 +87,7 @@ final class NodeRegistry: Sendable {
 
     /// Renews this node's lease; says whether it had expired meanwhile.
     func renew() async throws -> Renewal {
-        let now = WallClock.nowMs()
+        let now = clock.nowMs
         let replies = try await redis.pipeline([
             ["SET", Self.lease(nodeId), String(now), "PX", String(leaseSeconds * 1000), "GET"],
             ["ZADD", Self.nodes, String(now), nodeId],
@@ -96,7 +99,7 @@ final class NodeRegistry: Sendable {
 
     /// Nodes whose lease has expired, other than this one.
     func deadNodes() async throws -> [String] {
-        let cutoff = WallClock.nowMs() - Int64(leaseSeconds) * 1000
+        let cutoff = clock.nowMs - Int64(leaseSeconds) * 1000
         let candidates = try await redis.send("ZRANGEBYSCORE", Self.nodes, "-inf", String(cutoff)).array?.compactMap(\.string) ?? []
         var dead: [String] = []
         for node in candidates where node != nodeId {

@@ -12,6 +12,8 @@ struct PresenceOperations: Sendable {
     let redis: RedisClient
     let webhooks: WebhookQueue
     let nodeId: String
+    /// The node's wall time: backend devices' heartbeat times are written and swept with it.
+    let clock: any NodeClock
     let logger: Logger
 
     /// Why a device went away, with the status it leaves the user in when it was the last one.
@@ -84,7 +86,7 @@ struct PresenceOperations: Sendable {
         let keys = RedisKeys(appId: app.appId)
         if kind == .backend {
             _ = try await redis.pipeline([
-                ["ZADD", keys.heartbeats, String(WallClock.nowMs()), Self.member(userId, deviceId)],
+                ["ZADD", keys.heartbeats, String(clock.nowMs), Self.member(userId, deviceId)],
                 ["SADD", RedisKeys.backendApps, app.appId],
             ])
         }
@@ -147,7 +149,7 @@ struct PresenceOperations: Sendable {
     func heartbeat(app: AppRecord, userId: String, deviceId: String, state: DeviceState? = nil) async throws -> UserStatus {
         let update = try await statuses.updateDevice(appId: app.appId, userId: userId, deviceId: deviceId, state: state, heartbeat: true)
         if update.found {
-            _ = try await redis.send("ZADD", RedisKeys(appId: app.appId).heartbeats, "XX", String(WallClock.nowMs()), Self.member(userId, deviceId))
+            _ = try await redis.send("ZADD", RedisKeys(appId: app.appId).heartbeats, "XX", String(clock.nowMs), Self.member(userId, deviceId))
         }
         await recorder.recordPresence(app: app, change: update.write.change, reply: update.write.reply)
         return PresenceView.own.status(of: update.write.reply.record, appDefault: app.config.lastSeenPrivacy)
@@ -238,7 +240,7 @@ struct PresenceOperations: Sendable {
     /// Turns backend-driven devices of `app` silent for longer than `heartbeatTimeoutSeconds` offline.
     /// Returns how many were removed.
     func sweepBackendDevices(app: AppRecord, limit: Int = 1000) async throws -> Int {
-        let deadline = WallClock.nowMs() - Int64(app.config.heartbeatTimeoutSeconds) * 1000
+        let deadline = clock.nowMs - Int64(app.config.heartbeatTimeoutSeconds) * 1000
         let key = RedisKeys(appId: app.appId).heartbeats
         let reply = try await redis.send("ZRANGEBYSCORE", key, "-inf", "(\(deadline)", "LIMIT", "0", String(limit))
         var removed = 0

@@ -216,7 +216,7 @@ struct DeviceGateway: Sendable {
         // what changed from then on (SPEC §7). A socket that closed under the node (not a silent one given up on)
         // was alive until then: the versions written to it in that window are recorded, and not sent again.
         let silence = session.silenceMs
-        let lostAt = WallClock.nowMs() - silence - ResumePoint.clockMargin
+        let lostAt = services.clock.nowMs - silence - ResumePoint.clockMargin
         let sent = ending == .disconnected ? delivered.versions(since: session.lastActiveMs - ResumePoint.clockMargin) : [:]
         let queued = work.submit { await fileDeparture(session, because: ending, lostAt: lostAt, delivered: sent) }
         if !queued {

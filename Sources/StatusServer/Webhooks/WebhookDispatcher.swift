@@ -28,6 +28,8 @@ struct WebhookDispatcher: Service {
     let wakeup: WebhookWakeup
     let legacy: WebhookLegacyQueue
     let settings: WebhookDispatchSettings
+    /// The node's time: the pacing of reindexing and of apps' rests, and the signing time of deliveries.
+    let clock: any NodeClock
     let logger: Logger
 
     /// A dispatcher for the node of `services`.
@@ -39,6 +41,7 @@ struct WebhookDispatcher: Service {
         self.wakeup = services.webhooks.wakeup
         self.legacy = WebhookLegacyQueue(redis: services.redis, queue: services.webhooks, logger: services.logger)
         self.settings = settings
+        self.clock = services.clock
         self.logger = services.logger
     }
 
@@ -48,15 +51,15 @@ struct WebhookDispatcher: Service {
         let share = SharedFairShare(WebhookFairShare(total: settings.maxInFlight, perApp: settings.maxInFlightPerApp))
         await withDiscardingTaskGroup { group in
             var failing = false
-            var nextReindex = ContinuousClock.now
+            var nextReindex = clock.now
             var view = IndexView()
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
                 var started = 0
                 do {
-                    if ContinuousClock.now >= nextReindex {
+                    if clock.now >= nextReindex {
                         try await legacy.drain()
                         try await reindex()
-                        nextReindex = ContinuousClock.now + settings.reindexEvery
+                        nextReindex = clock.now + settings.reindexEvery
                     }
                     if wakeup.takeEnqueued() { view.read = nil }
                     let jobs = try await nextJobs(share, view: &view)
@@ -78,7 +81,7 @@ struct WebhookDispatcher: Service {
                         failing = true
                     }
                 }
-                if started == 0 { await wakeup.wait(upTo: settings.idlePoll) }
+                if started == 0 { await wakeup.wait(upTo: settings.idlePoll, on: clock) }
             }
         }
         do {
@@ -102,7 +105,7 @@ struct WebhookDispatcher: Service {
     /// than ``WebhookDispatchSettings/indexFreshness``, so rounds started by finished deliveries under load reuse it.
     private func nextJobs(_ share: SharedFairShare, view: inout IndexView) async throws -> [WebhookJob] {
         guard share.withLock({ $0.free }) > 0 else { return [] }
-        let now = ContinuousClock.now
+        let now = clock.now
         if view.read.map({ now - $0 >= settings.indexFreshness }) ?? true {
             let indexed = try await index.apps()
             view.scores = Dictionary(indexed.map { ($0.appId, $0.score) }, uniquingKeysWith: { $1 })
@@ -125,7 +128,7 @@ struct WebhookDispatcher: Service {
             share.withLock { share in
                 share.started(appId, count: take.jobs.count)
                 if take.jobs.isEmpty, let wait = take.nextDue {
-                    share.rest(appId, until: ContinuousClock.now + min(wait, settings.maxSkip), mark: mark)
+                    share.rest(appId, until: clock.now + min(wait, settings.maxSkip), mark: mark)
                 }
             }
             if take.left == 0, let score = view.scores[appId] {
@@ -177,7 +180,7 @@ struct WebhookDispatcher: Service {
             await settle(job)
             return
         }
-        switch await sender.post(job.body, to: webhook) {
+        switch await sender.post(job.body, to: webhook, now: clock.wallNow) {
         case .delivered:
             Metrics.webhookDeliveries("success").increment()
             await settle(job)

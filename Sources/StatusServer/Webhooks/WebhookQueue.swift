@@ -12,9 +12,12 @@ struct WebhookQueue: Sendable {
     let maxPendingPerApp: Int
     /// Wakes this node's dispatcher when an event is queued here.
     let wakeup = WebhookWakeup()
+    /// The node's wall time, an event's `eventTime`.
+    let clock: any NodeClock
     let logger: Logger
 
-    init(redis: RedisClient, scripts: ScriptLibrary, maxPendingPerApp: Int, logger: Logger) {
+    init(redis: RedisClient, scripts: ScriptLibrary, maxPendingPerApp: Int, clock: any NodeClock, logger: Logger) {
+        self.clock = clock
         self.queue = WebhookAppQueue(redis: redis, scripts: scripts)
         self.index = WebhookAppIndex(redis: redis, scripts: scripts)
         self.maxPendingPerApp = maxPendingPerApp
@@ -66,7 +69,7 @@ struct WebhookQueue: Sendable {
 
     private func enqueue(app: AppRecord, userId: String, _ action: WebhookEvent.Action, statusType: StatusType) async {
         guard app.config.webhook != nil else { return }
-        let event = WebhookEvent(appId: app.appId, userId: userId, action: action, statusType: statusType, eventTime: WallClock.nowMs())
+        let event = WebhookEvent(appId: app.appId, userId: userId, action: action, statusType: statusType, eventTime: clock.nowMs)
         do {
             let body = try JSONCoding.string(event)
             let enqueued = try await queue.enqueue(appId: app.appId, body: body, generation: app.generation, bound: maxPendingPerApp)
