@@ -64,13 +64,14 @@ import Testing
     @Test func aDeletionInterruptedByACrashBlocksRecreationAndIsFinishedByAnyNode() async throws {
         let redis = try redis()
         let services = try services(redis)
-        try await withStatusd { api in
+        let clock = ManualNodeClock()
+        try await withStatusd(configure: clock.install) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await populate(app)
             try await crashMidDeletion(app.appId, redis)
             // Invisible once no node trusts its cached copy (a real deletion also tells every node on the bus), and not
             // creatable while the deletion is unfinished.
-            try await Task.sleep(for: AppRegistry.cacheTTL + .milliseconds(100))
+            clock.advance(by: AppRegistry.cacheTTL + .milliseconds(100))
             expectError(try await api.admin(.get, "/v1/apps/\(app.appId)"), 404, "APP_NOT_FOUND")
             expectError(try await app.call(.get, "/users/alice"), 401, "UNAUTHORIZED")
             let recreated = try await api.admin(.post, "/v1/apps", ["appId": .string(app.appId)])

@@ -23,6 +23,11 @@ final class ManualNodeClock: NodeClock {
     var wallNow: Date { wallStart.addingTimeInterval(Self.seconds(state.withLock { $0.elapsed })) }
     var now: ContinuousClock.Instant { start + state.withLock { $0.elapsed } }
 
+    /// Makes a node's configuration use this clock (for `withStatusd(configure: clock.install)`).
+    func install(in configuration: inout ServerConfiguration) {
+        configuration.clock = self
+    }
+
     /// How many tasks sleep on this clock now.
     var sleepers: Int { state.withLock { $0.sleepers.count } }
 
