@@ -14,7 +14,7 @@ import Testing
             "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
         ]
         if let token { headers["Authorization"] = "Bearer \(token)" }
-        let response = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?\(query)", headers: headers)
+        let response = try await RawHTTP.get(port: api.client.port!, path: "/v1/connect?\(query)", headers: headers)
         return (response.status, response.body["error"]["code"].string)
     }
 
