@@ -33,7 +33,15 @@ import Testing
         let registry = NodeRegistry(redis: redis, nodeId: nodeId, leaseSeconds: 10, clock: SystemNodeClock())
         let loop = EmbeddedEventLoop()
         let sessions = (0..<200).map {
-            DeviceSession(appId: "app", userId: "u\($0)", deviceId: "d", platform: .web, scope: .subscriptions, eventLoop: loop)
+            DeviceSession(
+                appId: "app",
+                userId: "u\($0)",
+                deviceId: "d",
+                platform: .web,
+                scope: .subscriptions,
+                eventLoop: loop,
+                clock: SystemNodeClock()
+            )
         }
         let key = NodeRegistry.devices(nodeId)
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -18,11 +18,17 @@ extension NodeClock {
     /// The wall time in milliseconds since the epoch, as statusd writes it.
     public var nowMs: Int64 { Int64((wallNow.timeIntervalSince1970 * 1000).rounded()) }
 
+    /// The monotonic time in milliseconds from a fixed origin (a day before the process first read it, so never
+    /// negative), for the times device sessions keep as integers.
+    public var monotonicMs: Int64 { (now - monotonicOrigin).inMilliseconds }
+
     /// Suspends until `deadline` of this clock's monotonic time.
     public func sleep(until deadline: ContinuousClock.Instant) async throws {
         try await sleep(for: deadline - now)
     }
 }
+
+private let monotonicOrigin = ContinuousClock.now - .seconds(86_400)
 
 /// The system's time: `Date()`, `ContinuousClock` and `Task.sleep`.
 public struct SystemNodeClock: NodeClock {

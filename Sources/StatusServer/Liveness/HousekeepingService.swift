@@ -126,7 +126,7 @@ struct HousekeepingService: Service {
     }
 
     private func endSilentSessions() async {
-        let now = DeviceSession.monotonicMs()
+        let now = services.clock.monotonicMs
         var deadlines: [String: Int64] = [:]
         for appId in index.appIds() {
             let config = try? await services.apps.find(appId)?.config

@@ -109,7 +109,8 @@ struct DeviceGateway: Sendable {
             platform: parameters.platform,
             scope: parameters.scope,
             eventLoop: channel.eventLoop,
-            activity: activity.counters(for: parameters.app.appId)
+            activity: activity.counters(for: parameters.app.appId),
+            clock: services.clock
         )
         let gateway = self
         try await channel.eventLoop.submit {
