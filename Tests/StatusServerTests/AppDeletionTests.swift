@@ -77,8 +77,13 @@ import Testing
             let recreated = try await api.admin(.post, "/v1/apps", ["appId": .string(app.appId)])
             expectError(recreated, 409, "APP_EXISTS")
             #expect(recreated.body["error"]["message"].string?.contains("being deleted") == true)
-            // The periodic sweep (housekeeping) finishes it.
+            // The periodic sweep (housekeeping) finishes it: this call, or the node whose sweep holds the claim now (every
+            // node's housekeeping sweeps every unfinished deletion, other tests' nodes included), within its settle time.
             try await services.apps.finishUnfinishedDeletions()
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try await redis.send("SISMEMBER", RedisKeys.deletingApps, app.appId).int == 1, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             #expect(try await keys(of: app.appId, redis).isEmpty)
             #expect(try await redis.send("SISMEMBER", RedisKeys.deletingApps, app.appId).int == 0)
             // Created again: nothing inherited.

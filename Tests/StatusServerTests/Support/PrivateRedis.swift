@@ -1,5 +1,6 @@
 import Foundation
 import RedisClient
+import StatusServer
 
 #if canImport(Glibc)
 import Glibc
@@ -12,6 +13,11 @@ final class PrivateRedis: Sendable {
     private let process: Process
 
     var configuration: RedisConfiguration { RedisConfiguration(endpoint: .tcp(host: "127.0.0.1", port: port)) }
+
+    /// Makes a node's configuration use this server (for `withStatusd(configure: server.install)`).
+    func install(in configuration: inout ServerConfiguration) {
+        configuration.redis = self.configuration
+    }
 
     private init(port: Int, process: Process) {
         self.port = port
