@@ -10,13 +10,13 @@ import Testing
 /// and an app without the list accepts any origin.
 @Suite struct AllowedOriginsTests {
     /// Sends a raw upgrade request with an `Origin` header and returns the HTTP status and error code of a refusal.
-    private func upgrade(_ api: APIClient, token: String, origin: String?) throws -> (Int, String?) {
+    private func upgrade(_ api: APIClient, token: String, origin: String?) async throws -> (Int, String?) {
         var headers = [
             "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
             "Authorization": "Bearer \(token)",
         ]
         if let origin { headers["Origin"] = origin }
-        let response = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: headers)
+        let response = try await RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: headers)
         return (response.status, response.body["error"]["code"].string)
     }
 
@@ -25,13 +25,13 @@ import Testing
             let app = try await api.createApp(config: ["allowedOrigins": ["https://chat.example.com", "http://localhost:3000"]])
             try await app.createUsers(["alice"])
             let token = try await app.token(for: "alice")
-            #expect(try upgrade(api, token: token, origin: "https://evil.example.net") == (403, "FORBIDDEN"))
-            #expect(try upgrade(api, token: token, origin: "http://chat.example.com") == (403, "FORBIDDEN"))
-            #expect(try upgrade(api, token: token, origin: "https://chat.example.com:8443") == (403, "FORBIDDEN"))
-            #expect(try upgrade(api, token: token, origin: "null") == (403, "FORBIDDEN"))
-            #expect(try upgrade(api, token: token, origin: "chrome-extension://abcdef") == (403, "FORBIDDEN"))
+            #expect(try await upgrade(api, token: token, origin: "https://evil.example.net") == (403, "FORBIDDEN"))
+            #expect(try await upgrade(api, token: token, origin: "http://chat.example.com") == (403, "FORBIDDEN"))
+            #expect(try await upgrade(api, token: token, origin: "https://chat.example.com:8443") == (403, "FORBIDDEN"))
+            #expect(try await upgrade(api, token: token, origin: "null") == (403, "FORBIDDEN"))
+            #expect(try await upgrade(api, token: token, origin: "chrome-extension://abcdef") == (403, "FORBIDDEN"))
             // The token is still checked first: a bad one is 401 whatever the origin.
-            #expect(try upgrade(api, token: token + "x", origin: "https://evil.example.net") == (401, "UNAUTHORIZED"))
+            #expect(try await upgrade(api, token: token + "x", origin: "https://evil.example.net") == (401, "UNAUTHORIZED"))
             // A refused upgrade leaves the user as it was.
             let status = try await app.call(.post, "/status/query", ["userIds": ["alice"]])
             #expect(status.body["statuses"][0]["statusType"].string == "unlogined")
@@ -69,10 +69,10 @@ import Testing
             #expect(patched.body["allowedOrigins"] == ["https://only.example"])
             // The node that made the change answers from the new config at once.
             let token = try await app.token(for: "alice")
-            #expect(try upgrade(api, token: token, origin: "https://anything.example") == (403, "FORBIDDEN"))
+            #expect(try await upgrade(api, token: token, origin: "https://anything.example") == (403, "FORBIDDEN"))
             // An empty list admits no browser at all.
             #expect(try await api.admin(.patch, "/v1/apps/\(app.appId)/config", ["allowedOrigins": []]).status == 200)
-            #expect(try upgrade(api, token: token, origin: "https://only.example") == (403, "FORBIDDEN"))
+            #expect(try await upgrade(api, token: token, origin: "https://only.example") == (403, "FORBIDDEN"))
             // null restores "any origin".
             #expect(try await api.admin(.patch, "/v1/apps/\(app.appId)/config", ["allowedOrigins": nil]).status == 200)
             try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "web-3", origin: "https://anything.example")) {

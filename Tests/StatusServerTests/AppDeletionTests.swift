@@ -64,20 +64,26 @@ import Testing
     @Test func aDeletionInterruptedByACrashBlocksRecreationAndIsFinishedByAnyNode() async throws {
         let redis = try redis()
         let wiring = try wiring(redis)
-        try await withStatusd { api in
+        let clock = ManualNodeClock()
+        try await withStatusd(configure: clock.install) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await populate(app)
             try await crashMidDeletion(app.appId, redis)
             // Invisible once no node trusts its cached copy (a real deletion also tells every node on the bus), and not
             // creatable while the deletion is unfinished.
-            try await Task.sleep(for: AppRegistry.cacheTTL + .milliseconds(100))
+            clock.advance(by: AppRegistry.cacheTTL + .milliseconds(100))
             expectError(try await api.admin(.get, "/v1/apps/\(app.appId)"), 404, "APP_NOT_FOUND")
             expectError(try await app.call(.get, "/users/alice"), 401, "UNAUTHORIZED")
             let recreated = try await api.admin(.post, "/v1/apps", ["appId": .string(app.appId)])
             expectError(recreated, 409, "APP_EXISTS")
             #expect(recreated.body["error"]["message"].string?.contains("being deleted") == true)
-            // The periodic sweep (housekeeping) finishes it.
+            // The periodic sweep (housekeeping) finishes it: this call, or the node whose sweep holds the claim now (every
+            // node's housekeeping sweeps every unfinished deletion, other tests' nodes included), within its settle time.
             try await wiring.apps.finishUnfinishedDeletions()
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try await redis.send("SISMEMBER", RedisKeys.deletingApps, app.appId).int == 1, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
             #expect(try await keys(of: app.appId, redis).isEmpty)
             #expect(try await redis.send("SISMEMBER", RedisKeys.deletingApps, app.appId).int == 0)
             // Created again: nothing inherited.
@@ -136,7 +142,7 @@ import Testing
 @Suite struct AppCacheBoundTests {
     @Test func unknownAppIdsLeaveTheCacheEmpty() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "app-cache-test"))
-        let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load())
+        let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: SystemNodeClock())
         let prefix = "ghost" + UUID().uuidString.prefix(8)
         for index in 0..<5_000 {
             #expect(try await registry.find("\(prefix)-\(index)") == nil)

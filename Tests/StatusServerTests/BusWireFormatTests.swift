@@ -92,7 +92,7 @@ import Testing
         let logger = Logger(label: "bus-wire-test")
         let redis = RedisClient(configuration: configuration, logger: logger)
         let scripts = try ScriptLibrary.load()
-        let repository = StatusRepository(redis: redis, scripts: scripts)
+        let repository = StatusRepository(redis: redis, scripts: scripts, clock: SystemNodeClock())
         let appId = "bw" + UUID().uuidString.prefix(8).lowercased()
         let user = RedisKeys(appId: appId).user("alice")
         _ = try await redis.send("HSET", user.profile, "createdAt", "1", "role", "teacher", "lastSeenPrivacy", "friends")

@@ -36,7 +36,7 @@ import Testing
             #expect(retry > 0 && retry <= 60_000)
             #expect(Int64(refused.headers[.retryAfter] ?? "") == (retry + 999) / 1000)
             let token = try await app.token(for: "alice")
-            let upgrade = try RawHTTP.get(
+            let upgrade = try await RawHTTP.get(
                 port: api.client.port!,
                 path: "/v1/connect?deviceId=d4&platform=web",
                 headers: [

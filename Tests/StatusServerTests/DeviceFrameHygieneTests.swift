@@ -61,7 +61,7 @@ import Testing
                 let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
                 let bytes: [UInt8] = payload.map(UInt8.init)
                 try socket.send([0x88, 0x80 | UInt8(bytes.count)] + mask + bytes.enumerated().map { $0.element ^ mask[$0.offset % 4] })
-                let received = try socket.readUntilClosed(timeout: .seconds(3))
+                let received = try await socket.readUntilClosed(timeout: .seconds(3))
                 #expect(LivenessTests.closeCode(in: received) == UInt16(answer), "close payload \(payload)")
             }
         }

@@ -14,9 +14,33 @@ import Testing
     /// bob's own device, dave (bob's friend) and eve (a stranger), both subscribed to bob.
     private func index() -> (FanoutIndex, own: DeviceSession, friend: DeviceSession, stranger: DeviceSession) {
         let index = FanoutIndex()
-        let own = DeviceSession(appId: "app", userId: "bob", deviceId: "b", platform: .web, scope: .subscriptions, eventLoop: loop)
-        let friend = DeviceSession(appId: "app", userId: "dave", deviceId: "d", platform: .web, scope: .subscriptions, eventLoop: loop)
-        let stranger = DeviceSession(appId: "app", userId: "eve", deviceId: "e", platform: .web, scope: .subscriptions, eventLoop: loop)
+        let own = DeviceSession(
+            appId: "app",
+            userId: "bob",
+            deviceId: "b",
+            platform: .web,
+            scope: .subscriptions,
+            eventLoop: loop,
+            clock: SystemNodeClock()
+        )
+        let friend = DeviceSession(
+            appId: "app",
+            userId: "dave",
+            deviceId: "d",
+            platform: .web,
+            scope: .subscriptions,
+            eventLoop: loop,
+            clock: SystemNodeClock()
+        )
+        let stranger = DeviceSession(
+            appId: "app",
+            userId: "eve",
+            deviceId: "e",
+            platform: .web,
+            scope: .subscriptions,
+            eventLoop: loop,
+            clock: SystemNodeClock()
+        )
         for session in [own, friend, stranger] { index.add(session) }
         index.update(
             AppUser(appId: "app", userId: "dave"),

@@ -11,7 +11,15 @@ import Testing
     private let premium = premiumAppConfig
 
     private func session(_ userId: String) -> DeviceSession {
-        DeviceSession(appId: "app", userId: userId, deviceId: "d-\(userId)", platform: .web, scope: .subscriptions, eventLoop: loop)
+        DeviceSession(
+            appId: "app",
+            userId: userId,
+            deviceId: "d-\(userId)",
+            platform: .web,
+            scope: .subscriptions,
+            eventLoop: loop,
+            clock: SystemNodeClock()
+        )
     }
 
     private func change(_ userId: String, version: Int64) -> StatusChange {
@@ -22,7 +30,15 @@ import Testing
     @Test func anAppHasSessionsUntilItsLastOneLeaves() {
         let index = FanoutIndex()
         let first = session("a")
-        let second = DeviceSession(appId: "app", userId: "a", deviceId: "d2", platform: .ios, scope: .subscriptions, eventLoop: loop)
+        let second = DeviceSession(
+            appId: "app",
+            userId: "a",
+            deviceId: "d2",
+            platform: .ios,
+            scope: .subscriptions,
+            eventLoop: loop,
+            clock: SystemNodeClock()
+        )
         #expect(!index.hasSessions(ofApp: "app"))
         index.add(first)
         index.add(second)

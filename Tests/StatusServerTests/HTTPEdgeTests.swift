@@ -26,11 +26,11 @@ import Testing
         code: String,
         within bound: Duration,
         sourceLocation: SourceLocation = #_sourceLocation
-    ) throws {
+    ) async throws {
         let connection = try RawConnection(port: port)
         let start = ContinuousClock.now
         connection.send(request)
-        let response = connection.readResponse(timeout: .seconds(5))
+        let response = await connection.readResponse(timeout: .seconds(5))
         let elapsed = ContinuousClock.now - start
         #expect(response.status == status, "\(response.text)", sourceLocation: sourceLocation)
         #expect(response.body["error"]["code"].string == code, "\(response.text)", sourceLocation: sourceLocation)
@@ -50,8 +50,8 @@ import Testing
                 "PUT /v1/apps/\(app.appId)/users/alice/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.apiKey)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
             )
-            let sent = connection.trickle(body, interval: .milliseconds(100))
-            let response = connection.readResponse()
+            let sent = await connection.trickle(body, interval: .milliseconds(100))
+            let response = await connection.readResponse()
             #expect(sent < body.count)
             #expect(response.status == 408, "\(response.text)")
             #expect(response.body["error"]["code"] == "REQUEST_TIMEOUT")
@@ -66,11 +66,11 @@ import Testing
     @Test func aHeadSentAByteAtATimeIsCutOffWith408() async throws {
         try await withServer { _, port in
             let connection = try RawConnection(port: port)
-            let sent = connection.trickle(
+            let sent = await connection.trickle(
                 Array("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: \(String(repeating: "s", count: 64))\r\n\r\n".utf8),
                 interval: .milliseconds(50)
             )
-            let response = connection.readResponse()
+            let response = await connection.readResponse()
             #expect(sent < 80)
             #expect(response.status == 408, "\(response.text)")
             #expect(response.body["error"]["code"] == "REQUEST_TIMEOUT")
@@ -93,7 +93,7 @@ import Testing
                 String(repeating: "\r\n", count: 1_000),
             ]
             for request in unfinished {
-                try expectAnsweredAndClosed(
+                try await expectAnsweredAndClosed(
                     port: port,
                     Array(request.utf8),
                     status: 408,
@@ -110,7 +110,7 @@ import Testing
                 let connection = try RawConnection(port: port)
                 let start = ContinuousClock.now
                 connection.send(request)
-                let response = connection.readResponse()
+                let response = await connection.readResponse()
                 #expect(response.closed, "\(request)")
                 #expect(ContinuousClock.now - start < Self.limit + .seconds(2), "\(request)")
                 // Answered with the error body, or (HTTP/0.9, which has no status line) after the time limit.
@@ -118,7 +118,7 @@ import Testing
                 #expect(response.body["error"]["code"].string?.isEmpty == false, "\(request): \(response.text)")
             }
             // CONNECT is refused as soon as its head is read, not after the time limit.
-            try expectAnsweredAndClosed(
+            try await expectAnsweredAndClosed(
                 port: port,
                 Array("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n".utf8),
                 status: 400,
@@ -136,8 +136,8 @@ import Testing
             )
             let piece = [UInt8](repeating: UInt8(ascii: "a"), count: 64 * 1024)
             var sent = 0
-            while sent < 16 << 20, !connection.hasInput(within: 0), connection.send(piece) { sent += piece.count }
-            let response = connection.readResponse()
+            while sent < 16 << 20, !(await connection.hasInput(within: 0)), connection.send(piece) { sent += piece.count }
+            let response = await connection.readResponse()
             #expect(sent < 16 << 20, "the whole extension was taken")
             #expect(response.closed)
             if response.status != 0 {
@@ -154,8 +154,8 @@ import Testing
                 connection.send(start)
                 let piece = [UInt8](repeating: UInt8(ascii: "a"), count: 64 * 1024)
                 var sent = 0
-                while sent < 16 << 20, !connection.hasInput(within: 0), connection.send(piece) { sent += piece.count }
-                let response = connection.readResponse()
+                while sent < 16 << 20, !(await connection.hasInput(within: 0)), connection.send(piece) { sent += piece.count }
+                let response = await connection.readResponse()
                 #expect(sent < 16 << 20, "the whole head was taken")
                 #expect(response.closed)
                 if response.status != 0 {
@@ -176,15 +176,15 @@ import Testing
                 "PUT /v1/apps/\(app.appId)/users/alice/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.apiKey)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n"
             )
-            let interim = connection.readAvailable(timeout: .milliseconds(500))
+            let interim = await connection.readAvailable(timeout: .milliseconds(500))
             #expect(interim.hasPrefix("HTTP/1.1 100 Continue\r\n"), "\(interim)")
             connection.send(body)
-            let final = connection.readAvailable(timeout: .seconds(2))
+            let final = await connection.readAvailable(timeout: .seconds(2))
             #expect(final.hasPrefix("HTTP/1.1 200 "), "\(final)")
             #expect(final.contains("continued"))
             // Past 1 MiB: 413 at once, without waiting for the body, and the connection closes.
             for expect in ["Expect: 100-continue\r\n", ""] {
-                try expectAnsweredAndClosed(
+                try await expectAnsweredAndClosed(
                     port: port,
                     Array(
                         ("PUT /v1/apps/\(app.appId)/users/alice/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.apiKey)\r\n"
@@ -210,7 +210,7 @@ import Testing
                 "GET /v1/connect HTTP/1.1\r\nHost: x\r\n\r\n",
             ]
             for request in refused {
-                try expectAnsweredAndClosed(
+                try await expectAnsweredAndClosed(
                     port: port,
                     Array(request.utf8),
                     status: 400,
@@ -226,15 +226,15 @@ import Testing
         try await withServer { api, port in
             let connection = try RawConnection(port: port)
             connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(connection.readAvailable(timeout: .seconds(1)).hasPrefix("HTTP/1.1 200 "))
+            #expect(await connection.readAvailable(timeout: .seconds(1)).hasPrefix("HTTP/1.1 200 "))
             try await Task.sleep(for: Self.limit * 2)
             connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(connection.readAvailable(timeout: .seconds(1)).hasPrefix("HTTP/1.1 200 "))
+            #expect(await connection.readAvailable(timeout: .seconds(1)).hasPrefix("HTTP/1.1 200 "))
             // A later request of the same connection has its own limit, from its own first byte.
             try await Task.sleep(for: Self.limit / 2)
             let start = ContinuousClock.now
             connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")
-            let third = connection.readResponse()
+            let third = await connection.readResponse()
             #expect(third.status == 408, "\(third.text)")
             #expect(third.closed)
             #expect(ContinuousClock.now - start > Self.limit - .milliseconds(50))

@@ -70,12 +70,13 @@ import Testing
     }
 
     @Test func theAppDefaultAppliesToUsersWhoSetNothing() async throws {
-        try await withStatusd { api in
+        let clock = ManualNodeClock()
+        try await withStatusd(configure: clock.install) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await setUp(app)
             #expect(lastActive(try await app.query("eve", ["carol"])) == ["carol": true])
             try await app.patchConfig(["lastSeenPrivacy": "friends"])
-            try await Task.sleep(for: AppRegistry.cacheTTL + .milliseconds(100))
+            clock.advance(by: AppRegistry.cacheTTL + .milliseconds(100))
             #expect(lastActive(try await app.query("eve", ["carol", "bob"])) == ["carol": false, "bob": false])
             expectOK(try await app.call(.put, "/users/carol/friends", ["userIds": ["eve"]]))
             #expect(lastActive(try await app.query("eve", ["carol"])) == ["carol": true])

@@ -83,7 +83,8 @@ import Testing
     }
 
     @Test func policyKicksComeBeforeTheDeviceLimitWhichKicksTheEarliestOfTheRest() async throws {
-        try await withStatusd(.live) { api in
+        let clock = ManualNodeClock()
+        try await withStatusd(.live, configure: clock.install) { api in
             let app = try await api.createApp(config: ["maxDevicesPerUser": 3])
             try await app.createUsers(["alice"])
             let port = api.client.port!
@@ -91,7 +92,7 @@ import Testing
                 try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "tablet", platform: "android")) { tablet, _ in
                     try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "web-1", platform: "web")) { web, _ in
                         try await app.patchConfig(["loginPolicy": "singlePerPlatform", "maxDevicesPerUser": 2])
-                        try await Task.sleep(for: AppRegistry.cacheTTL + .milliseconds(100))
+                        clock.advance(by: AppRegistry.cacheTTL + .milliseconds(100))
                         let login = expectOK(try await app.login("alice", "web-2", platform: "web"))
                         #expect(
                             login["onlineDevices"] == [

@@ -30,10 +30,18 @@ import Testing
         logger.logLevel = .warning
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: logger)
         let nodeId = "nl-" + UUID().uuidString.prefix(8).lowercased()
-        let registry = NodeRegistry(store: NodeStore(redis: redis), nodeId: nodeId, leaseSeconds: 10)
+        let registry = NodeRegistry(store: NodeStore(redis: redis), nodeId: nodeId, leaseSeconds: 10, clock: SystemNodeClock())
         let loop = EmbeddedEventLoop()
         let sessions = (0..<200).map {
-            DeviceSession(appId: "app", userId: "u\($0)", deviceId: "d", platform: .web, scope: .subscriptions, eventLoop: loop)
+            DeviceSession(
+                appId: "app",
+                userId: "u\($0)",
+                deviceId: "d",
+                platform: .web,
+                scope: .subscriptions,
+                eventLoop: loop,
+                clock: SystemNodeClock()
+            )
         }
         let key = NodeStore.devices(nodeId)
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -55,7 +55,7 @@ import Testing
             let app = try await api.createApp()
             try await app.createUsers(["status"])
             let body = #"{"customStatus":"hi"}"#
-            let response = try RawHTTP.exchange(
+            let response = try await RawHTTP.exchange(
                 port: api.client.port!,
                 "PUT /v1/apps/\(app.appId)/users//status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.apiKey)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"

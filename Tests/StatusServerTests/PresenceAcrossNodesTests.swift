@@ -45,7 +45,7 @@ import Testing
             try await app.createUsers(["alice"])
             // Set on node B, which dies before the moment.
             let body = #"{"customStatus":"on B","clearAfterSeconds":1}"#
-            let response = try RawHTTP.exchange(
+            let response = try await RawHTTP.exchange(
                 port: node.port,
                 "PUT /v1/apps/\(app.appId)/users/alice/status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.apiKey)\r\n"
                     + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"

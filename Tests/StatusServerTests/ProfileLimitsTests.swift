@@ -105,7 +105,7 @@ import Testing
             let roles = (0..<33).map { "r\($0)" }.joined(separator: ",")
             for presence in ["roles:\(roles)", "roles:a%20b", "roles:" + String(repeating: "a", count: 65)] {
                 let path = "/v1/connect?deviceId=d1&platform=web&presence=\(presence)"
-                let response = try RawHTTP.get(port: api.client.port!, path: path, headers: headers)
+                let response = try await RawHTTP.get(port: api.client.port!, path: path, headers: headers)
                 #expect(response.status == 400)
                 #expect(response.body["error"]["code"].string == "INVALID_REQUEST")
             }

@@ -16,7 +16,7 @@ import Testing
             let request =
                 "DELETE /v1/apps/\(app.appId)/users/zed HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.apiKey)\r\n"
                 + "Transfer-Encoding: chunked\r\n\r\nzz\r\n"
-            let response = try RawHTTP.exchange(port: port, request, timeout: .seconds(3))
+            let response = try await RawHTTP.exchange(port: port, request, timeout: .seconds(3))
             #expect(response.status == 400)
             try await Task.sleep(for: .milliseconds(200))
             #expect(try await app.call(.get, "/users/zed").status == 200, "the refused delete deleted the user")
@@ -53,7 +53,7 @@ import Testing
         try await withStatusd(.live) { api in
             let app = try await api.createApp()
             let port = api.client.port!
-            let response = try RawHTTP.exchange(
+            let response = try await RawHTTP.exchange(
                 port: port,
                 "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\nxyz\r\n\r\n",
                 timeout: .seconds(3)

@@ -42,12 +42,12 @@ import Testing
         try await withStatusd(.live) { api in
             let port = api.client.port!
             for headers in [["Upgrade": "h2c", "Connection": "close"], ["Upgrade": "0", "Connection": "close"]] {
-                let response = try RawHTTP.get(port: port, path: "/healthz", headers: headers)
+                let response = try await RawHTTP.get(port: port, path: "/healthz", headers: headers)
                 #expect(response.status == 200, "\(headers)")
                 #expect(response.body["status"].string == "ok")
             }
             // A WebSocket upgrade of another path is still refused, not served.
-            let refused = try RawHTTP.get(
+            let refused = try await RawHTTP.get(
                 port: port,
                 path: "/healthz",
                 headers: [
@@ -71,7 +71,7 @@ import Testing
                     "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": key,
                     "Authorization": "Bearer \(token)",
                 ]
-                let response = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: headers)
+                let response = try await RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: headers)
                 #expect(response.status == 400, "key \(key)")
                 #expect(response.body["error"]["code"].string == "INVALID_REQUEST")
             }
@@ -80,14 +80,14 @@ import Testing
                 "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
                 "Authorization": "Bearer \(token)",
             ]
-            let put = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: valid, method: "PUT")
+            let put = try await RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: valid, method: "PUT")
             #expect(put.status == 405 && put.body["error"]["code"].string == "METHOD_NOT_ALLOWED")
             // RFC 6455 §4.2.1: the Connection header must list Upgrade.
             let headers = [
                 "Connection": "keep-alive", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
                 "Authorization": "Bearer \(token)",
             ]
-            let response = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: headers)
+            let response = try await RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: headers)
             #expect(response.status == 400)
         }
     }

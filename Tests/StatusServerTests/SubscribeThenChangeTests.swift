@@ -101,7 +101,7 @@ import Testing
         let app = try await api.createApp(config: config)
         try await app.createUsers((0..<count).flatMap { ["w\($0)", "t\($0)"] })
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "writer"))
-        let writer = StatusRepository(redis: redis, scripts: try ScriptLibrary.load())
+        let writer = StatusRepository(redis: redis, scripts: try ScriptLibrary.load(), clock: SystemNodeClock())
         return try await withThrowingTaskGroup(of: [String].self) { service in
             service.addTask {
                 try await redis.run()

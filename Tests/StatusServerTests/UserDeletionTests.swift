@@ -101,7 +101,7 @@ import Testing
                 "Authorization": "Bearer \(old)",
             ]
             // The node verifies the token (and caches it): a bad platform is then the only fault.
-            let verified = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=toaster", headers: headers)
+            let verified = try await RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=toaster", headers: headers)
             #expect(verified.status == 400)
 
             #expect(try await app.call(.delete, "/users/alice").status == 204)
@@ -109,7 +109,7 @@ import Testing
             // The signature still checks out; the generation is the user's no more, and the connect refuses it.
             #expect(try await wiring.tokens.verify(old).generation == generation)
             #expect(try await wiring.users.tokenGeneration(appId: app.appId, userId: "alice") != generation)
-            let refused = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: headers)
+            let refused = try await RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", headers: headers)
             #expect(refused.status == 401)
             #expect(refused.body["error"]["code"].string == "UNAUTHORIZED")
             // Refused in the connect's own step: nothing was written.

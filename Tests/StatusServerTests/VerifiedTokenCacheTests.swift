@@ -28,23 +28,24 @@ import Testing
 
     /// An upgrade with a good token and a bad platform is a 400: the token verified (and is cached now); with a token
     /// that does not verify it is a 401, since the token is checked first.
-    private func upgrade(_ api: APIClient, token: String, platform: String = "toaster") throws -> Int {
+    private func upgrade(_ api: APIClient, token: String, platform: String = "toaster") async throws -> Int {
         let headers = [
             "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
             "Authorization": "Bearer \(token)",
         ]
-        return try RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=\(platform)", headers: headers).status
+        return try await RawHTTP.get(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=\(platform)", headers: headers).status
     }
 
     @Test func aCachedTokenIsRefusedOnceItExpires() async throws {
-        try await withStatusd(.live) { api in
+        let clock = ManualNodeClock()
+        try await withStatusd(.live, configure: clock.install) { api in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
             let token = try await app.token(for: "alice", ttlSeconds: 2)
-            #expect(try upgrade(app, token: token) == 400)
-            #expect(try upgrade(app, token: token) == 400)
-            try await Task.sleep(for: .milliseconds(2100))
-            #expect(try upgrade(app, token: token) == 401)
+            #expect(try await upgrade(app, token: token) == 400)
+            #expect(try await upgrade(app, token: token) == 400)
+            clock.advance(by: .milliseconds(2100))
+            #expect(try await upgrade(app, token: token) == 401)
         }
     }
 
@@ -54,16 +55,16 @@ import Testing
             let first = try await api.createApp(appId: appId)
             try await first.createUsers(["alice"])
             let token = try await first.token(for: "alice")
-            #expect(try upgrade(first, token: token) == 400)
+            #expect(try await upgrade(first, token: token) == 400)
 
             #expect(try await api.admin(.delete, "/v1/apps/\(appId)").status == 204)
             let second = try await api.createApp(appId: appId)
             try await second.createUsers(["alice"])
             // Same app id, same user, another secret: the cached token is verified again, and fails.
-            #expect(try upgrade(second, token: token) == 401)
-            #expect(try upgrade(second, token: token, platform: "web") == 401)
+            #expect(try await upgrade(second, token: token) == 401)
+            #expect(try await upgrade(second, token: token, platform: "web") == 401)
             let fresh = try await second.token(for: "alice")
-            #expect(try upgrade(second, token: fresh) == 400)
+            #expect(try await upgrade(second, token: fresh) == 400)
         }
     }
 }

@@ -14,7 +14,7 @@ import Testing
             "Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
         ]
         if let token { headers["Authorization"] = "Bearer \(token)" }
-        let response = try RawHTTP.get(port: api.client.port!, path: "/v1/connect?\(query)", headers: headers)
+        let response = try await RawHTTP.get(port: api.client.port!, path: "/v1/connect?\(query)", headers: headers)
         return (response.status, response.body["error"]["code"].string)
     }
 
@@ -38,7 +38,8 @@ import Testing
     }
 
     @Test func upgradeIsRefusedWith401ForBadTokensAnd400ForBadParameters() async throws {
-        try await withStatusd(.live) { api in
+        let clock = ManualNodeClock()
+        try await withStatusd(.live, configure: clock.install) { api in
             let app = try await api.createApp()
             try await app.createUsers(["alice", "gone"])
             let token = try await app.token(for: "alice")
@@ -57,7 +58,7 @@ import Testing
             // An expired token (no leeway).
             let response = try await app.call(.post, "/users/alice/tokens", ["ttlSeconds": 1])
             let shortLived = try #require(response.body["token"].string)
-            try await Task.sleep(for: .milliseconds(2100))
+            clock.advance(by: .milliseconds(2100))
             #expect(try await upgrade(api, query: ok, token: shortLived) == (401, "UNAUTHORIZED"))
             // A token of a deleted app.
             #expect(try await api.admin(.delete, "/v1/apps/\(app.appId)").status == 204)

@@ -105,8 +105,9 @@ import Testing
     @Test func noWebhookQueuesNothing() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "webhook-test"))
         let receiver = WebhookReceiver()
+        let clock = ManualNodeClock()
         try await receiver.run { url in
-            try await withStatusd { api in
+            try await withStatusd(configure: clock.install) { api in
                 let app = try await api.createApp()
                 try await app.createUsers(["dave"])
                 let before = try await Self.entriesAdded(redis, appId: app.appId)
@@ -118,7 +119,7 @@ import Testing
 
                 // The same steps with a webhook set do queue, so the count above would have seen them.
                 Self.succeed(try await app.admin(.patch, "/v1/apps/\(app.appId)/config", Self.webhookConfig(url)))
-                try await Task.sleep(for: AppRegistry.cacheTTL + .milliseconds(100))
+                clock.advance(by: AppRegistry.cacheTTL + .milliseconds(100))
                 try await Self.login(app, "dave", "d3")
                 #expect(try await Self.entriesAdded(redis, appId: app.appId) == before + 1)
                 _ = try await receiver.event { $0["deviceId"] == "d3" }

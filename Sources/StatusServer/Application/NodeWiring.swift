@@ -24,7 +24,7 @@ struct NodeWiring: Sendable {
     init(configuration: ServerConfiguration, redis: RedisClient, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        let storage = try StorageLayer(redis: redis, configuration: configuration.redis)
+        let storage = try StorageLayer(redis: redis, configuration: configuration.redis, clock: configuration.clock)
         self.storage = storage
         auth = Authenticator(adminKey: configuration.adminKey, apps: storage.apps)
         let bus = EventBus(publisher: storage.busPublisher, logger: logger)
@@ -39,6 +39,7 @@ struct NodeWiring: Sendable {
             queue: storage.webhookQueues,
             index: storage.webhookIndex,
             maxPendingPerApp: configuration.webhookDispatch.maxPendingPerApp,
+            clock: configuration.clock,
             logger: logger
         )
         self.webhooks = webhooks
@@ -49,7 +50,8 @@ struct NodeWiring: Sendable {
             statuses: storage.statuses,
             bus: bus,
             webhooks: webhooks,
-            recorder: recorder
+            recorder: recorder,
+            clock: configuration.clock
         )
         presence = PresenceOperations(
             statuses: storage.statuses,
@@ -58,10 +60,16 @@ struct NodeWiring: Sendable {
             heartbeats: storage.heartbeats,
             webhooks: webhooks,
             nodeId: configuration.nodeId,
+            clock: configuration.clock,
             logger: logger
         )
-        tokens = TokenService(apps: storage.apps, users: storage.users, cache: VerifiedTokenCache())
-        nodes = NodeRegistry(store: storage.nodes, nodeId: configuration.nodeId, leaseSeconds: configuration.nodeLeaseSeconds)
+        tokens = TokenService(apps: storage.apps, users: storage.users, cache: VerifiedTokenCache(), clock: configuration.clock)
+        nodes = NodeRegistry(
+            store: storage.nodes,
+            nodeId: configuration.nodeId,
+            leaseSeconds: configuration.nodeLeaseSeconds,
+            clock: configuration.clock
+        )
     }
 
     var apps: AppRegistry { storage.apps }
@@ -79,7 +87,15 @@ struct NodeWiring: Sendable {
     }
 
     func adminOverviewRoutes(index: FanoutIndex, activity: AppActivity) -> AdminOverviewRoutes {
-        AdminOverviewRoutes(auth: auth, apps: apps, listings: storage.listings, nodeId: configuration.nodeId, index: index, activity: activity)
+        AdminOverviewRoutes(
+            auth: auth,
+            apps: apps,
+            listings: storage.listings,
+            nodeId: configuration.nodeId,
+            index: index,
+            clock: configuration.clock,
+            activity: activity
+        )
     }
 
     func userRoutes() -> UserRoutes {
@@ -104,6 +120,7 @@ struct NodeWiring: Sendable {
             feed: storage.busFeed,
             work: work,
             inboxLimit: configuration.busInboxLimit,
+            clock: configuration.clock,
             logger: logger
         )
     }
@@ -142,6 +159,7 @@ struct NodeWiring: Sendable {
             work: work,
             limits: limits,
             activity: activity,
+            clock: configuration.clock,
             logger: logger
         )
     }
@@ -155,6 +173,7 @@ struct NodeWiring: Sendable {
             heartbeats: storage.heartbeats,
             expiries: ExpirySweeper(
                 dueIndex: .expiries(store: storage.dueIndexes, apps: apps),
+                clock: configuration.clock,
                 statuses: statuses,
                 webhooks: webhooks,
                 recentChanges: storage.recentChanges,
@@ -162,6 +181,7 @@ struct NodeWiring: Sendable {
             ),
             graces: GraceSweeper(
                 dueIndex: .graces(store: storage.dueIndexes, apps: apps),
+                clock: configuration.clock,
                 statuses: statuses,
                 presence: presence
             ),
@@ -169,6 +189,7 @@ struct NodeWiring: Sendable {
             index: index,
             fanout: fanout,
             accuracy: accuracy,
+            clock: configuration.clock,
             logger: logger
         )
     }
@@ -179,6 +200,7 @@ struct NodeWiring: Sendable {
             webhooks: webhooks,
             legacy: storage.legacyWebhooks,
             settings: configuration.webhookDispatch,
+            clock: configuration.clock,
             logger: logger
         )
     }

@@ -33,6 +33,8 @@ public struct ServerConfiguration: Sendable {
     var resumeLogReadLimit = RecentChanges.readLimit
     /// The most users of an `all`/`roles:` scope a snapshot lists (SPEC §10.6: 1,000). Lowered by tests.
     var snapshotScopeLimit = SessionSnapshot.scopeLimit
+    /// Where the node reads its own time (``NodeClock``): the system's, or one a test drives.
+    public var clock: any NodeClock
 
     /// Creates a configuration.
     public init(
@@ -46,7 +48,8 @@ public struct ServerConfiguration: Sendable {
         housekeepingInterval: Duration = .milliseconds(500),
         httpIdleTimeoutSeconds: Int64 = 60,
         requestTimeout: Duration = .seconds(10),
-        busInboxLimit: Int = 65_536
+        busInboxLimit: Int = 65_536,
+        clock: any NodeClock = SystemNodeClock()
     ) {
         self.host = host
         self.port = port
@@ -59,5 +62,6 @@ public struct ServerConfiguration: Sendable {
         self.httpIdleTimeoutSeconds = httpIdleTimeoutSeconds
         self.requestTimeout = requestTimeout
         self.busInboxLimit = busInboxLimit
+        self.clock = clock
     }
 }

@@ -39,6 +39,8 @@ final class FanoutService: Service, Sendable {
     private let shards: RedisShardSubscriber
     private let inbox: BusInbox
     private let work: DeviceWorkQueue
+    /// The node's time: the pause before retrying a resynchronisation Redis refused.
+    private let clock: any NodeClock
     private let logger: Logger
     /// Set when interest went away since the last ``dropUnwatchedChannels()``.
     private let mayHaveUnwatchedChannels = Atomic<Bool>(false)
@@ -56,6 +58,7 @@ final class FanoutService: Service, Sendable {
         feed: BusFeed,
         work: DeviceWorkQueue,
         inboxLimit: Int,
+        clock: any NodeClock,
         logger: Logger
     ) {
         self.index = index
@@ -66,6 +69,7 @@ final class FanoutService: Service, Sendable {
         self.recentChanges = recentChanges
         self.recorder = recorder
         self.work = work
+        self.clock = clock
         self.logger = logger
         let inbox = BusInbox(limit: inboxLimit)
         self.inbox = inbox
@@ -240,7 +244,7 @@ final class FanoutService: Service, Sendable {
             if await !resynchronise() {
                 // Redis is not back yet: try again shortly (the inbox wakes the loop at once, so wait here). A
                 // cancelled node does not retry.
-                guard (try? await Task.sleep(for: .milliseconds(250))) != nil else { return }
+                guard (try? await clock.sleep(for: .milliseconds(250))) != nil else { return }
                 inbox.markGap()
             }
         }
@@ -345,7 +349,8 @@ final class FanoutService: Service, Sendable {
     }
 
     /// On shutdown: ends every session (their devices go offline) and waits, a few seconds at most, for their
-    /// departures to be filed.
+    /// departures to be filed. The bound is the system's time, not the node's clock: it limits how long a stop takes,
+    /// and a node stopped under a clock nobody advances must still stop.
     private func closeAllSessions() async {
         for session in index.allSessions() { session.end(.disconnected) }
         let deadline = ContinuousClock.now + .seconds(5)

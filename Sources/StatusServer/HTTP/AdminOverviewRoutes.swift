@@ -10,6 +10,8 @@ struct AdminOverviewRoutes: Sendable {
     /// This node's id, in each app's stats.
     let nodeId: String
     let index: FanoutIndex
+    /// The node's wall time, the `at` of an answer.
+    let clock: any NodeClock
     let activity: AppActivity
 
     /// `GET /v1/apps`: the appIds, sorted.
@@ -59,7 +61,7 @@ struct AdminOverviewRoutes: Sendable {
                 rateLimited: counters.rateLimited,
                 presenceAccuracy: activity.accuracy.snapshot
             )
-            return JSONResponse(AppStats(appId: appId, onlineUsers: online, node: node, at: WallClock.nowMs()))
+            return JSONResponse(AppStats(appId: appId, onlineUsers: online, node: node, at: clock.nowMs))
         }
     }
 }

@@ -10,6 +10,8 @@ import StatusCore
 struct ExpirySweeper: Sendable {
     /// The sweep of the expiry indexes (``DueIndexSweep/expiries(store:apps:)``).
     let dueIndex: DueIndexSweep
+    /// The node\'s wall time: what is due now.
+    let clock: any NodeClock
     let statuses: StatusRepository
     let webhooks: WebhookQueue
     let recentChanges: RecentChangesLog
@@ -17,7 +19,8 @@ struct ExpirySweeper: Sendable {
 
     /// One pass over every app with expiries. Returns how many custom statuses were cleared.
     @discardableResult
-    func sweep(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
+    func sweep(nowMs: Int64? = nil) async throws -> Int {
+        let nowMs = nowMs ?? clock.nowMs
         var cleared = 0
         try await dueIndex.run(nowMs: nowMs) { app, userId, dueAt in
             guard let result = try await statuses.expireCustomStatus(appId: app.appId, userId: userId, dueAt: dueAt) else {
@@ -32,7 +35,7 @@ struct ExpirySweeper: Sendable {
                 statusType: result.reply.status.statusType
             )
             if app.logsRecentChanges {
-                try await recentChanges.record(appId: app.appId, userId: userId, nowMs: WallClock.nowMs(), keepMs: recorder.keepMs(app.config))
+                try await recentChanges.record(appId: app.appId, userId: userId, nowMs: clock.nowMs, keepMs: recorder.keepMs(app.config))
             }
             return .done
         }

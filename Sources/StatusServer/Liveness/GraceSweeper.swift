@@ -10,13 +10,16 @@ import StatusCore
 struct GraceSweeper: Sendable {
     /// The sweep of the grace indexes (``DueIndexSweep/graces(store:apps:)``).
     let dueIndex: DueIndexSweep
+    /// The node\'s wall time: what is due now.
+    let clock: any NodeClock
     let statuses: StatusRepository
     /// What follows the change, as after any departure (``PresenceOperations/recordChange(app:userId:change:reply:clearedCustomStatus:)``).
     let presence: PresenceOperations
 
     /// One pass over every app with graces. Returns how many users went offline.
     @discardableResult
-    func sweep(nowMs: Int64 = WallClock.nowMs()) async throws -> Int {
+    func sweep(nowMs: Int64? = nil) async throws -> Int {
+        let nowMs = nowMs ?? clock.nowMs
         var ended = 0
         try await dueIndex.run(nowMs: nowMs) { app, userId, _ in
             let outcome = try await statuses.endGrace(

@@ -38,6 +38,8 @@ struct HousekeepingService: Service {
     let fanout: FanoutService
     /// Where the ghost census goes.
     let accuracy: PresenceAccuracy
+    /// The node's time: the ticks, the lease's renewal lag and the loss time of a dead node's devices.
+    let clock: any NodeClock
     let logger: Logger
 
     /// How often the lease is renewed: three times per lease.
@@ -60,16 +62,16 @@ struct HousekeepingService: Service {
     private func renewLease(_ lease: SharedLease) async {
         let registry = nodes
         let period = renewalPeriod
-        var next = ContinuousClock.now
+        var next = clock.now
         while !Task.isCancelled {
             await guarded("lease renewal") {
                 let outcome = try await registry.renew()
-                let now = ContinuousClock.now
+                let now = clock.now
                 let renewed = lease.state.withLock { $0.renewed(outcome, at: now) }
                 Metrics.leaseRenewalLag.record(Double(renewed.lag.inMilliseconds) / 1000)
             }
-            next = max(next + period, ContinuousClock.now)
-            try? await Task.sleep(until: next)
+            next = max(next + period, clock.now)
+            try? await clock.sleep(until: next)
         }
     }
 
@@ -98,7 +100,7 @@ struct HousekeepingService: Service {
             for _ in 0..<2 {
                 await guarded("custom status expiry") { try await expiries.sweep() }
                 await guarded("offline grace") { try await graces.sweep() }
-                try? await Task.sleep(for: tick / 2)
+                try? await clock.sleep(for: tick / 2)
             }
         }
     }
@@ -131,7 +133,7 @@ struct HousekeepingService: Service {
     }
 
     private func endSilentSessions() async {
-        let now = DeviceSession.monotonicMs()
+        let now = clock.monotonicMs
         var deadlines: [String: Int64] = [:]
         for appId in index.appIds() {
             let config = try? await apps.find(appId)?.config
@@ -189,7 +191,7 @@ struct HousekeepingService: Service {
     /// could not be written): a resume resends what changed since then (SPEC §7).
     private func fileDisconnect(_ device: (appId: String, userId: String, deviceId: String, connection: String)) async throws {
         guard let app = try await apps.find(device.appId) else { return }
-        let lostAt = WallClock.nowMs() - 2 * Int64(nodes.leaseSeconds) * 1000 - ResumePoint.clockMargin
+        let lostAt = clock.nowMs - 2 * Int64(nodes.leaseSeconds) * 1000 - ResumePoint.clockMargin
         try await presence.remove(
             app: app,
             userId: device.userId,

@@ -14,7 +14,11 @@ final class NodeRegistry: Sendable {
     /// departure touches the list, and under churn one `SADD`/`SREM` per batch replaces one per device.
     private let listChanges: GroupCommit<NodeStore.ListChange>
 
-    init(store: NodeStore, nodeId: String, leaseSeconds: Int) {
+    /// The node's wall time, written as its renewals' time and compared with other nodes'.
+    let clock: any NodeClock
+
+    init(store: NodeStore, nodeId: String, leaseSeconds: Int, clock: any NodeClock) {
+        self.clock = clock
         self.store = store
         self.nodeId = nodeId
         self.leaseSeconds = leaseSeconds
@@ -52,14 +56,14 @@ final class NodeRegistry: Sendable {
 
     /// Renews this node's lease; says whether it had expired meanwhile.
     func renew() async throws -> Renewal {
-        let hadLease = try await store.renew(nodeId, nowMs: WallClock.nowMs(), leaseMs: Int64(leaseSeconds) * 1000)
+        let hadLease = try await store.renew(nodeId, nowMs: clock.nowMs, leaseMs: Int64(leaseSeconds) * 1000)
         let first = !renewedOnce.exchange(true, ordering: .relaxed)
         return hadLease || first ? .held : .lost
     }
 
     /// Nodes whose lease has expired, other than this one.
     func deadNodes() async throws -> [String] {
-        let candidates = try await store.renewedBefore(WallClock.nowMs() - Int64(leaseSeconds) * 1000)
+        let candidates = try await store.renewedBefore(clock.nowMs - Int64(leaseSeconds) * 1000)
         var dead: [String] = []
         for node in candidates where node != nodeId {
             if try await !store.holdsLease(node) { dead.append(node) }

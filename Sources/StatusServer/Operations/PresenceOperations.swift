@@ -12,6 +12,8 @@ struct PresenceOperations: Sendable {
     let heartbeats: HeartbeatStore
     let webhooks: WebhookQueue
     let nodeId: String
+    /// The node's wall time: backend devices' heartbeat times are written and swept with it.
+    let clock: any NodeClock
     let logger: Logger
 
     /// Why a device went away, with the status it leaves the user in when it was the last one.
@@ -82,7 +84,7 @@ struct PresenceOperations: Sendable {
         )
         let result = connected.write
         if kind == .backend {
-            try await heartbeats.track(appId: app.appId, userId: userId, deviceId: deviceId, nowMs: WallClock.nowMs())
+            try await heartbeats.track(appId: app.appId, userId: userId, deviceId: deviceId, nowMs: clock.nowMs)
         }
         await closeKicked(connected.kicked, app: app, userId: userId, statusType: result.reply.status.statusType)
         if let replaced = connected.replaced, replaced.connection != connection, replaced.kind == .webSocket {
@@ -143,7 +145,7 @@ struct PresenceOperations: Sendable {
     func heartbeat(app: AppRecord, userId: String, deviceId: String, state: DeviceState? = nil) async throws -> UserStatus {
         let update = try await statuses.updateDevice(appId: app.appId, userId: userId, deviceId: deviceId, state: state, heartbeat: true)
         if update.found {
-            try await heartbeats.beat(appId: app.appId, userId: userId, deviceId: deviceId, nowMs: WallClock.nowMs())
+            try await heartbeats.beat(appId: app.appId, userId: userId, deviceId: deviceId, nowMs: clock.nowMs)
         }
         await recorder.recordPresence(app: app, change: update.write.change, reply: update.write.reply)
         return PresenceView.own.status(of: update.write.reply.record, appDefault: app.config.lastSeenPrivacy)
@@ -226,7 +228,7 @@ struct PresenceOperations: Sendable {
     /// Turns backend-driven devices of `app` silent for longer than `heartbeatTimeoutSeconds` offline.
     /// Returns how many were removed.
     func sweepBackendDevices(app: AppRecord, limit: Int = 1000) async throws -> Int {
-        let deadline = WallClock.nowMs() - Int64(app.config.heartbeatTimeoutSeconds) * 1000
+        let deadline = clock.nowMs - Int64(app.config.heartbeatTimeoutSeconds) * 1000
         var removed = 0
         for entry in try await heartbeats.silent(appId: app.appId, before: deadline, limit: limit) {
             let result = try await remove(app: app, userId: entry.userId, deviceIds: [entry.deviceId], because: .timeout, staleBefore: deadline)

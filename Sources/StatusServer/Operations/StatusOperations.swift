@@ -14,6 +14,8 @@ struct StatusOperations: Sendable {
     let bus: EventBus
     let webhooks: WebhookQueue
     let recorder: ChangeRecorder
+    /// The node's time: the wall time custom status expiries count from, the monotonic time of the admission hints.
+    let clock: any NodeClock
     /// Which callers this node saw at their rate limit (their calls are admitted before their reads are sent).
     let hints = AdmissionHints()
 
@@ -36,7 +38,7 @@ struct StatusOperations: Sendable {
         case .keep: value = nil
         case .set(let text): value = try RequestRules.customStatus(text, maxBytes: app.config.customStatusMaxBytes)
         }
-        let expiresAt = try SetSelfStatusFields.expiresAt(clearAfterSeconds: clearAfterSeconds, customStatus: value, nowMs: WallClock.nowMs())
+        let expiresAt = try SetSelfStatusFields.expiresAt(clearAfterSeconds: clearAfterSeconds, customStatus: value, nowMs: clock.nowMs)
         // One round trip: the script stores the values and publishes the change, and the app's log of recent changes
         // is written in the same pipeline while some node holds an `all`/`roles:` session of the app (only they
         // need it); statusType does not move, so the online index is not touched.
@@ -90,7 +92,7 @@ struct StatusOperations: Sendable {
             // it, or for a caller this node saw at the limit, they follow an accepted call (AdmissionHints).
             let pipelined =
                 ids.count <= Self.pipelinedQueryLimit
-                && !hints.admitFirst(appId: app.appId, userId: userId, operation: .getUserStatus, now: .now)
+                && !hints.admitFirst(appId: app.appId, userId: userId, operation: .getUserStatus, now: clock.now)
             let (admission, replies) = try await admit(
                 .getUserStatus,
                 app: app,
@@ -247,11 +249,11 @@ struct StatusOperations: Sendable {
             }
         } catch let error as StatusError where error.code == .rateLimited {
             let retry = Duration.milliseconds(error.retryAfterMs ?? 1000)
-            hints.record(appId: app.appId, userId: userId, operation: operation, callsLeft: nil, retryAfter: retry, now: .now)
+            hints.record(appId: app.appId, userId: userId, operation: operation, callsLeft: nil, retryAfter: retry, now: clock.now)
             throw error
         }
         let window = Duration.seconds(app.config.rateLimit.windowSeconds)
-        hints.record(appId: app.appId, userId: userId, operation: operation, callsLeft: admission.callsLeft, retryAfter: window, now: .now)
+        hints.record(appId: app.appId, userId: userId, operation: operation, callsLeft: admission.callsLeft, retryAfter: window, now: clock.now)
         return (admission, replies)
     }
 

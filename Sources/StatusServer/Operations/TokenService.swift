@@ -12,10 +12,8 @@ struct UserTokenClaims: JWTPayload {
     var exp: ExpirationClaim
     var gen: String?
 
-    /// No leeway: a token is rejected from its `exp` second on.
-    func verify(using algorithm: some JWTAlgorithm) async throws {
-        guard Date() < exp.value else { throw JWTError.claimVerificationFailure(failedClaim: exp, reason: "expired") }
-    }
+    /// Nothing beyond the signature here: `exp` is checked by ``TokenService`` against the node's clock.
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
 /// Mints and verifies user tokens.
@@ -24,6 +22,8 @@ struct TokenService: Sendable {
     let users: UserDirectory
     /// Tokens that verified before (``VerifiedTokenCache``).
     let cache: VerifiedTokenCache
+    /// The node's wall time: tokens expire by it (no leeway: a token is refused from its `exp` second on).
+    let clock: any NodeClock
 
     /// A minted token and when it expires (epoch ms).
     struct MintedToken: Encodable, Sendable {
@@ -36,7 +36,7 @@ struct TokenService: Sendable {
         guard let generation = try await users.tokenGeneration(appId: app.appId, userId: userId) else {
             throw StatusError(.userNotFound, "user \(userId) not found")
         }
-        let expiry = (Date().timeIntervalSince1970 + Double(ttlSeconds)).rounded(.down)
+        let expiry = (clock.wallNow.timeIntervalSince1970 + Double(ttlSeconds)).rounded(.down)
         let claims = UserTokenClaims(
             sub: .init(value: userId),
             app: app.appId,
@@ -60,7 +60,10 @@ struct TokenService: Sendable {
     /// `UNAUTHORIZED`. A token that verified before is taken from ``cache`` while its app keeps that secret and it has
     /// not expired. Returns the app, the userId and the token's generation (checked by the caller).
     func verify(_ token: String) async throws -> VerifiedToken {
-        if let entry = cache.entry(for: token), let app = try await apps.find(entry.appId), app.tokenSecret == entry.secret {
+        let now = clock.wallNow
+        if let entry = cache.entry(for: token, now: now.timeIntervalSince1970), let app = try await apps.find(entry.appId),
+            app.tokenSecret == entry.secret
+        {
             return VerifiedToken(app: app, userId: entry.userId, generation: entry.generation)
         }
         let unverified: UserTokenClaims
@@ -78,6 +81,7 @@ struct TokenService: Sendable {
         } catch {
             throw StatusError(.unauthorized, "bad or expired token")
         }
+        guard now < claims.exp.value else { throw StatusError(.unauthorized, "bad or expired token") }
         guard claims.app == app.appId, Identifiers.isValidUserId(claims.sub.value), let generation = claims.gen, !generation.isEmpty else {
             throw StatusError(.unauthorized, "bad token")
         }

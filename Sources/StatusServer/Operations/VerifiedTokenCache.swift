@@ -31,7 +31,7 @@ final class VerifiedTokenCache: Sendable {
     }
 
     /// The entry of a token that verified before and has not expired at `now` (seconds since the epoch).
-    func entry(for token: String, now: Double = Date().timeIntervalSince1970) -> Entry? {
+    func entry(for token: String, now: Double) -> Entry? {
         guard let entry = entries.withLock({ $0[token] }), now < entry.expiresAt else { return nil }
         return entry
     }

@@ -24,6 +24,8 @@ final class DeviceSession: Sendable {
     let activity: AppActivity.Counters?
     private let handler: NIOLoopBoundBox<DeviceChannelHandler?>
     private let lastActivity: Atomic<Int64>
+    /// The node's clock: signs of life and the connection's rate limits are timed by it.
+    let clock: any NodeClock
     private let connectedInRedis = Atomic<Bool>(false)
 
     /// Whether the device's record was written in Redis (set once its connect returned): only then can a missing
@@ -40,8 +42,10 @@ final class DeviceSession: Sendable {
         platform: Platform,
         scope: PresenceScope,
         eventLoop: any EventLoop,
-        activity: AppActivity.Counters? = nil
+        activity: AppActivity.Counters? = nil,
+        clock: any NodeClock
     ) {
+        self.clock = clock
         self.connectionId = UUID().uuidString
         self.appId = appId
         self.userId = userId
@@ -51,7 +55,7 @@ final class DeviceSession: Sendable {
         self.eventLoop = eventLoop
         self.activity = activity
         self.handler = NIOLoopBoundBox.makeEmptyBox(valueType: DeviceChannelHandler.self, eventLoop: eventLoop)
-        self.lastActivity = Atomic(Self.monotonicMs())
+        self.lastActivity = Atomic(clock.monotonicMs)
     }
 
     /// The session's handler, once created; on the session's event loop only.
@@ -83,16 +87,12 @@ final class DeviceSession: Sendable {
 
     /// Records a sign of life (any inbound bytes).
     func touch() {
-        lastActivity.store(Self.monotonicMs(), ordering: .relaxed)
+        lastActivity.store(clock.monotonicMs, ordering: .relaxed)
     }
 
     /// Milliseconds since the last sign of life.
-    var silenceMs: Int64 { Self.monotonicMs() - lastActiveMs }
+    var silenceMs: Int64 { clock.monotonicMs - lastActiveMs }
 
-    /// The last sign of life, in ``monotonicMs()``.
+    /// The last sign of life, in the clock's ``NodeClock/monotonicMs``.
     var lastActiveMs: Int64 { lastActivity.load(ordering: .relaxed) }
-
-    static func monotonicMs() -> Int64 {
-        Int64(DispatchTime.now().uptimeNanoseconds / 1_000_000)
-    }
 }

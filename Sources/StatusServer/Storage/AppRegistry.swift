@@ -21,6 +21,8 @@ final class AppRegistry: Sendable {
 
     private let redis: RedisClient
     private let scripts: ScriptLibrary
+    /// Times the cached copies (monotonic) and dates created apps (wall).
+    let clock: any NodeClock
     private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
     private let cache = Mutex<[String: (record: AppRecord, fetched: ContinuousClock.Instant)]>([:])
     /// AppIds found missing lately.
@@ -29,9 +31,10 @@ final class AppRegistry: Sendable {
     private let keyOwners = Mutex(ShortLivedCache<String>(ttl: cacheTTL, capacity: cacheCapacity))
     let deletion: AppDeletion
 
-    init(redis: RedisClient, scripts: ScriptLibrary) {
+    init(redis: RedisClient, scripts: ScriptLibrary, clock: any NodeClock) {
         self.redis = redis
         self.scripts = scripts
+        self.clock = clock
         self.deletion = AppDeletion(redis: redis, scripts: scripts)
     }
 
@@ -47,7 +50,7 @@ final class AppRegistry: Sendable {
         let raw = try JSONCoding.string(config)
         let digest = Self.digest(apiKey)
         let keys = RedisKeys(appId: appId)
-        let createdAt = String(WallClock.nowMs())
+        let createdAt = String(clock.nowMs)
         let created = try await runner.run(
             AppCreate.self,
             keys: .init(app: keys),
@@ -73,7 +76,7 @@ final class AppRegistry: Sendable {
 
     /// The app, from cache when fresh, or nil.
     func find(_ appId: String) async throws -> AppRecord? {
-        let now = ContinuousClock.now
+        let now = clock.now
         if let cached = cache.withLock({ $0[appId] }), now - cached.fetched < Self.cacheTTL {
             return cached.record
         }
@@ -132,9 +135,10 @@ final class AppRegistry: Sendable {
     /// The appId an API key belongs to, if any; remembered for ``cacheTTL``.
     func appId(forAPIKey apiKey: String) async throws -> String? {
         let digest = Self.digest(apiKey)
-        if let owner = keyOwners.withLock({ $0.value(for: digest, now: .now) }) { return owner.isEmpty ? nil : owner }
+        if let owner = keyOwners.withLock({ $0.value(for: digest, now: clock.now) }) { return owner.isEmpty ? nil : owner }
         let owner = try await redis.send("GET", RedisKeys.apiKey(digest: digest)).string
-        keyOwners.withLock { $0.store(owner ?? "", for: digest, now: .now) }
+        let now = clock.now
+        keyOwners.withLock { $0.store(owner ?? "", for: digest, now: now) }
         return owner
     }
 
@@ -175,7 +179,7 @@ final class AppRegistry: Sendable {
 
     /// Caches an existing app, or remembers a missing one.
     private func store(_ record: AppRecord?, for appId: String) {
-        let now = ContinuousClock.now
+        let now = clock.now
         missing.withLock { missing in
             if record == nil { missing.store(true, for: appId, now: now) } else { missing.remove(appId) }
         }

@@ -15,10 +15,3 @@ enum JSONCoding {
         String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 }
-
-/// Wall-clock time in epoch milliseconds.
-enum WallClock {
-    static func nowMs() -> Int64 {
-        Int64((Date().timeIntervalSince1970 * 1000).rounded())
-    }
-}

@@ -6,6 +6,8 @@ import StatusCore
 struct StatusRepository: Sendable {
     let redis: RedisClient
     let scripts: ScriptLibrary
+    /// The node's wall time, for the log of recent changes and the estimated end of a grace.
+    let clock: any NodeClock
 
     private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
 
@@ -166,7 +168,7 @@ struct StatusRepository: Sendable {
             SetCustomStatus.self,
             keys: .init(user: user),
             arguments: .init(value: value, appId: appId, userId: userId, keep: keep, availability: availability, expiresAt: expiresAt),
-            then: keepMs.map { RecentChanges.record(appId: appId, userId: userId, nowMs: WallClock.nowMs(), keepMs: $0) } ?? []
+            then: keepMs.map { RecentChanges.record(appId: appId, userId: userId, nowMs: clock.nowMs, keepMs: $0) } ?? []
         )
         return SetResult(
             write: WriteResult(change: reply.change, reply: reply.status.owned(by: userId)),
@@ -327,7 +329,7 @@ struct StatusRepository: Sendable {
         if graceMs > 0 {
             // SPEC §10.3: the grace index entry first, in the same flush, so that a grace the script starts is always
             // in the index (an entry for a user who kept a device is dropped by the sweep when it falls due).
-            let entry = ["ZADD", RedisKeys(appId: appId).graces, String(WallClock.nowMs() + graceMs), userId]
+            let entry = ["ZADD", RedisKeys(appId: appId).graces, String(clock.nowMs + graceMs), userId]
             let replies = try await runner.pipeline(
                 [["SADD", RedisKeys.graceApps, appId], entry, try runner.command(DevicesRemove.self, keys: keys, arguments: arguments)],
                 loading: [DevicesRemove.self]

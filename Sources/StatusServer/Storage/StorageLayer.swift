@@ -27,15 +27,15 @@ struct StorageLayer: Sendable {
     let busFeed: BusFeed
     let health: HealthProbe
 
-    init(redis: RedisClient, configuration: RedisConfiguration) throws {
+    init(redis: RedisClient, configuration: RedisConfiguration, clock: any NodeClock) throws {
         self.redis = redis
         let scripts = try ScriptLibrary.load()
         self.scripts = scripts
         let runner = ScriptRunner(redis: redis, scripts: scripts)
         self.runner = runner
-        apps = AppRegistry(redis: redis, scripts: scripts)
-        users = UserDirectory(redis: redis, scripts: scripts)
-        statuses = StatusRepository(redis: redis, scripts: scripts)
+        apps = AppRegistry(redis: redis, scripts: scripts, clock: clock)
+        users = UserDirectory(redis: redis, scripts: scripts, clock: clock)
+        statuses = StatusRepository(redis: redis, scripts: scripts, clock: clock)
         relations = RelationsLoader(redis: redis)
         deviceRecords = DeviceRecordStore(redis: redis)
         recentChanges = RecentChangesLog(redis: redis)

@@ -9,6 +9,8 @@ import StatusCore
 struct UserDirectory: Sendable {
     let redis: RedisClient
     let scripts: ScriptLibrary
+    /// The node's wall time, written as a profile's creation and update times.
+    let clock: any NodeClock
 
     /// Creates or replaces a profile, and indexes the user in the app.
     func put(appId: String, userId: String, input: UserProfileInput) async throws -> UserProfile {
@@ -22,7 +24,7 @@ struct UserDirectory: Sendable {
         _ = try await ScriptRunner(redis: redis, scripts: scripts).run(
             ProfilePut.self,
             keys: .init(user: keys.user(userId)),
-            arguments: .init(nowMs: WallClock.nowMs(), generation: UUID().uuidString, fields: fields)
+            arguments: .init(nowMs: clock.nowMs, generation: UUID().uuidString, fields: fields)
         )
         _ = try await redis.send("ZADD", keys.users, "0", userId)
         return try await require(appId: appId, userId: userId)

@@ -18,6 +18,8 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
     private var session: DeviceSession?
     private let gateway: DeviceGateway
     private let closeGrace: TimeAmount
+    /// The node's clock, which times the connection's rate limits.
+    private let clock: any NodeClock
     private var context: ChannelHandlerContext?
     /// The upgrade answer is out; written first once the handler is in the pipeline.
     var welcome: ByteBuffer?
@@ -31,7 +33,8 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
         self.session = session
         self.gateway = gateway
         self.closeGrace = .milliseconds(limits.closeGraceMs)
-        self.machine = DeviceConnectionStateMachine(limits: limits, nowMs: DeviceSession.monotonicMs())
+        self.clock = session.clock
+        self.machine = DeviceConnectionStateMachine(limits: limits, nowMs: session.clock.monotonicMs)
     }
 
     // MARK: - From the fan-out and the node (on the channel's event loop)
@@ -39,7 +42,7 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
     /// Writes an event without flushing; true when the caller must flush this handler.
     func deliver(_ event: StatusEvent) -> Bool {
         let action = machine.deliver(event)
-        if case .write = action { delivered.record(user: event.userKey, version: event.version, atMs: DeviceSession.monotonicMs()) }
+        if case .write = action { delivered.record(user: event.userKey, version: event.version, atMs: clock.monotonicMs) }
         perform(action)
         return needsFlush
     }
@@ -85,7 +88,7 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         session?.touch()
         let frame = unwrapInboundIn(data)
-        perform(machine.received(Self.classify(frame), nowMs: DeviceSession.monotonicMs()))
+        perform(machine.received(Self.classify(frame), nowMs: clock.monotonicMs))
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

@@ -32,6 +32,8 @@ final class DeviceGateway: Sendable {
     let limits: DeviceConnectionStateMachine.Limits
     /// Per-app counters of this node, handed to each session.
     let activity: AppActivity
+    /// The node's time, handed to each session (signs of life, request bursts) and a departure's loss time.
+    let clock: any NodeClock
     let logger: Logger
 
     init(
@@ -47,6 +49,7 @@ final class DeviceGateway: Sendable {
         work: DeviceWorkQueue,
         limits: DeviceConnectionStateMachine.Limits,
         activity: AppActivity,
+        clock: any NodeClock,
         logger: Logger
     ) {
         self.tokens = tokens
@@ -61,6 +64,7 @@ final class DeviceGateway: Sendable {
         self.work = work
         self.limits = limits
         self.activity = activity
+        self.clock = clock
         self.logger = logger
     }
 
@@ -155,7 +159,8 @@ final class DeviceGateway: Sendable {
             platform: parameters.platform,
             scope: parameters.scope,
             eventLoop: channel.eventLoop,
-            activity: activity.counters(for: parameters.app.appId)
+            activity: activity.counters(for: parameters.app.appId),
+            clock: clock
         )
         let gateway = self
         try await channel.eventLoop.submit {
@@ -267,7 +272,7 @@ final class DeviceGateway: Sendable {
     func depart(_ session: DeviceSession, because ending: DeviceSession.Ending, sent: [UInt64: Int64] = [:]) {
         if ending == .tooSlow { Metrics.slowConsumers.increment() }
         let silence = session.silenceMs
-        let lostAt = WallClock.nowMs() - silence - ResumePoint.clockMargin
+        let lostAt = clock.nowMs - silence - ResumePoint.clockMargin
         let queued = work.submit { await self.fileDeparture(session, because: ending, lostAt: lostAt, delivered: sent) }
         if !queued {
             // Still on the node's device list: its reconciliation files the departure; the housekeeping drops the

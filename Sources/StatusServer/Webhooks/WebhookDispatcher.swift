@@ -26,6 +26,8 @@ struct WebhookDispatcher: Service {
     let wakeup: WebhookWakeup
     let legacy: WebhookLegacyQueue
     let settings: WebhookDispatchSettings
+    /// The node's time: the pacing of reindexing and of apps' rests, and the signing time of deliveries.
+    let clock: any NodeClock
     let logger: Logger
 
     /// A dispatcher delivering from `webhooks`' queues, the apps' configs read from `apps`; `legacy` is the queue of an
@@ -35,6 +37,7 @@ struct WebhookDispatcher: Service {
         webhooks: WebhookQueue,
         legacy: LegacyWebhookStore,
         settings: WebhookDispatchSettings = WebhookDispatchSettings(),
+        clock: any NodeClock,
         logger: Logger
     ) {
         self.apps = apps
@@ -43,6 +46,7 @@ struct WebhookDispatcher: Service {
         self.wakeup = webhooks.wakeup
         self.legacy = WebhookLegacyQueue(store: legacy, queue: webhooks, logger: logger)
         self.settings = settings
+        self.clock = clock
         self.logger = logger
     }
 
@@ -52,15 +56,15 @@ struct WebhookDispatcher: Service {
         let share = SharedFairShare(WebhookFairShare(total: settings.maxInFlight, perApp: settings.maxInFlightPerApp))
         await withDiscardingTaskGroup { group in
             var failing = false
-            var nextReindex = ContinuousClock.now
+            var nextReindex = clock.now
             var view = IndexView()
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
                 var started = 0
                 do {
-                    if ContinuousClock.now >= nextReindex {
+                    if clock.now >= nextReindex {
                         try await legacy.drain()
                         try await reindex()
-                        nextReindex = ContinuousClock.now + settings.reindexEvery
+                        nextReindex = clock.now + settings.reindexEvery
                     }
                     if wakeup.takeEnqueued() { view.read = nil }
                     let jobs = try await nextJobs(share, view: &view)
@@ -82,7 +86,7 @@ struct WebhookDispatcher: Service {
                         failing = true
                     }
                 }
-                if started == 0 { await wakeup.wait(upTo: settings.idlePoll) }
+                if started == 0 { await wakeup.wait(upTo: settings.idlePoll, on: clock) }
             }
         }
         do {
@@ -106,7 +110,7 @@ struct WebhookDispatcher: Service {
     /// than ``WebhookDispatchSettings/indexFreshness``, so rounds started by finished deliveries under load reuse it.
     private func nextJobs(_ share: SharedFairShare, view: inout IndexView) async throws -> [WebhookJob] {
         guard share.withLock({ $0.free }) > 0 else { return [] }
-        let now = ContinuousClock.now
+        let now = clock.now
         if view.read.map({ now - $0 >= settings.indexFreshness }) ?? true {
             let indexed = try await index.apps()
             view.scores = Dictionary(indexed.map { ($0.appId, $0.score) }, uniquingKeysWith: { $1 })
@@ -129,7 +133,7 @@ struct WebhookDispatcher: Service {
             share.withLock { share in
                 share.started(appId, count: take.jobs.count)
                 if take.jobs.isEmpty, let wait = take.nextDue {
-                    share.rest(appId, until: ContinuousClock.now + min(wait, settings.maxSkip), mark: mark)
+                    share.rest(appId, until: clock.now + min(wait, settings.maxSkip), mark: mark)
                 }
             }
             if take.left == 0, let score = view.scores[appId] {
@@ -181,7 +185,7 @@ struct WebhookDispatcher: Service {
             await settle(job)
             return
         }
-        switch await sender.post(job.body, to: webhook) {
+        switch await sender.post(job.body, to: webhook, now: clock.wallNow) {
         case .delivered:
             Metrics.webhookDeliveries("success").increment()
             await settle(job)

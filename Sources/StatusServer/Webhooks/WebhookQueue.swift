@@ -13,7 +13,11 @@ struct WebhookQueue: Sendable {
     let wakeup = WebhookWakeup()
     let logger: Logger
 
-    init(queue: WebhookAppQueue, index: WebhookAppIndex, maxPendingPerApp: Int, logger: Logger) {
+    /// The node's wall time, an event's `eventTime`.
+    let clock: any NodeClock
+
+    init(queue: WebhookAppQueue, index: WebhookAppIndex, maxPendingPerApp: Int, clock: any NodeClock, logger: Logger) {
+        self.clock = clock
         self.queue = queue
         self.index = index
         self.maxPendingPerApp = maxPendingPerApp
@@ -65,7 +69,7 @@ struct WebhookQueue: Sendable {
 
     private func enqueue(app: AppRecord, userId: String, _ action: WebhookEvent.Action, statusType: StatusType) async {
         guard app.config.webhook != nil else { return }
-        let event = WebhookEvent(appId: app.appId, userId: userId, action: action, statusType: statusType, eventTime: WallClock.nowMs())
+        let event = WebhookEvent(appId: app.appId, userId: userId, action: action, statusType: statusType, eventTime: clock.nowMs)
         do {
             let body = try JSONCoding.string(event)
             let enqueued = try await queue.enqueue(appId: app.appId, body: body, generation: app.generation, bound: maxPendingPerApp)

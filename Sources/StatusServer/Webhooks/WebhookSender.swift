@@ -31,7 +31,7 @@ struct WebhookSender: Sendable {
     }
 
     /// POSTs `body` to `webhook`, signed at `now`.
-    func post(_ body: String, to webhook: AppConfig.Webhook, now: Date = Date()) async -> Outcome {
+    func post(_ body: String, to webhook: AppConfig.Webhook, now: Date) async -> Outcome {
         var request = HTTPClientRequest(url: webhook.url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")

@@ -1,3 +1,4 @@
+import ServiceLifecycle
 import Synchronization
 
 /// Tells this node's ``WebhookDispatcher`` that there may be work before its next look at Redis: an event was queued
@@ -22,11 +23,13 @@ final class WebhookWakeup: Sendable {
         enqueued.exchange(false, ordering: .acquiringAndReleasing)
     }
 
-    /// Waits up to `timeout`, returning early (within `slice`) once signalled. A local flag is looked at, not Redis.
-    func wait(upTo timeout: Duration, slice: Duration = .milliseconds(5)) async {
-        let deadline = ContinuousClock.now + timeout
-        while !pending.exchange(false, ordering: .acquiringAndReleasing), ContinuousClock.now < deadline {
-            guard (try? await Task.sleep(for: min(slice, deadline - ContinuousClock.now))) != nil else { return }
+    /// Waits up to `timeout` of the node's `clock`, returning early (within `slice`) once signalled. A local flag is
+    /// looked at, not Redis. The flag is looked at every `slice` of the system's time whatever the node's clock does:
+    /// that is how promptly a signal is seen, not a rule of the node's time. A node shutting down stops waiting at once.
+    func wait(upTo timeout: Duration, on clock: any NodeClock, slice: Duration = .milliseconds(5)) async {
+        let deadline = clock.now + timeout
+        while !pending.exchange(false, ordering: .acquiringAndReleasing), clock.now < deadline, !Task.isShuttingDownGracefully {
+            guard (try? await Task.sleep(for: min(slice, deadline - clock.now))) != nil else { return }
         }
     }
 }

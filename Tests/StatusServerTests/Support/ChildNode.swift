@@ -67,7 +67,8 @@ final class ChildNode: Sendable {
         return (response as? HTTPURLResponse)?.statusCode ?? 0
     }
 
-    private static func freePort() throws -> Int {
+    /// A port free now (the kernel's pick), for a server started next.
+    static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

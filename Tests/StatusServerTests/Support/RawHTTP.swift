@@ -9,19 +9,34 @@ import Glibc
 /// (empty path segments as typed, slow or unfinished bodies, refused upgrades that must close the connection).
 enum RawHTTP {
     /// One request without a body, read until the server closes (or 5 s pass).
-    static func get(port: Int, path: String, headers: [String: String], method: String = "GET") throws -> (status: Int, body: JSONValue) {
+    static func get(port: Int, path: String, headers: [String: String], method: String = "GET") async throws -> (status: Int, body: JSONValue) {
         var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         request += "\r\n"
-        let response = try exchange(port: port, request)
+        let response = try await exchange(port: port, request)
         return (response.status, response.body)
     }
 
     /// Sends `request` as is and reads until the server closes or `timeout` passes.
-    static func exchange(port: Int, _ request: String, timeout: Duration = .seconds(5)) throws -> RawResponse {
+    static func exchange(port: Int, _ request: String, timeout: Duration = .seconds(5)) async throws -> RawResponse {
         let connection = try RawConnection(port: port)
         _ = connection.send(Array(request.utf8))
-        return connection.readResponse(timeout: timeout)
+        return await connection.readResponse(timeout: timeout)
+    }
+}
+
+/// Runs blocking socket work on a thread of its own and awaits it: a test waiting on a socket must not hold one of the
+/// few threads that every test running in parallel (and the server under test) share.
+func onOwnThread<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try work() }) }.start()
+    }
+}
+
+/// ``onOwnThread(_:)`` for work that cannot fail.
+func onOwnThread<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
     }
 }
 
@@ -63,7 +78,8 @@ struct RawResponse {
 }
 
 /// A TCP connection to the server under test, sending and reading only when told.
-final class RawConnection {
+final class RawConnection: @unchecked Sendable {
+    // @unchecked: one test uses a connection, one call at a time.
     private let fd: Int32
 
     init(port: Int) throws {
@@ -103,23 +119,35 @@ final class RawConnection {
     func send(_ text: String) -> Bool { send(Array(text.utf8)) }
 
     /// Whether the server wrote something (or closed) within `milliseconds`.
-    func hasInput(within milliseconds: Int32) -> Bool {
+    func hasInput(within milliseconds: Int32) async -> Bool {
+        await onOwnThread { self.waitForInput(within: milliseconds) }
+    }
+
+    private func waitForInput(within milliseconds: Int32) -> Bool {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         return poll(&descriptor, 1, milliseconds) > 0
     }
 
     /// Sends `bytes` one at a time, `interval` apart, until they are all sent or the server answers or closes;
     /// returns how many were sent.
-    func trickle(_ bytes: [UInt8], interval: Duration) -> Int {
+    func trickle(_ bytes: [UInt8], interval: Duration) async -> Int {
+        await onOwnThread { self.trickleBlocking(bytes, interval: interval) }
+    }
+
+    private func trickleBlocking(_ bytes: [UInt8], interval: Duration) -> Int {
         let milliseconds = Int32(interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
         for (index, byte) in bytes.enumerated() {
-            if hasInput(within: milliseconds) || !send([byte]) { return index }
+            if waitForInput(within: milliseconds) || !send([byte]) { return index }
         }
         return bytes.count
     }
 
     /// Reads until the server closes or `timeout` passes without it.
-    func readResponse(timeout: Duration = .seconds(5)) -> RawResponse {
+    func readResponse(timeout: Duration = .seconds(5)) async -> RawResponse {
+        await onOwnThread { self.readResponseBlocking(timeout: timeout) }
+    }
+
+    private func readResponseBlocking(timeout: Duration) -> RawResponse {
         let deadline = ContinuousClock.now + timeout
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -128,7 +156,7 @@ final class RawConnection {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { break }
             let milliseconds = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
-            guard hasInput(within: milliseconds) else { break }
+            guard waitForInput(within: milliseconds) else { break }
             let count = recv(fd, &buffer, buffer.count, 0)
             if count <= 0 {
                 closed = true
@@ -140,11 +168,15 @@ final class RawConnection {
     }
 
     /// Reads what arrives within `timeout`, without waiting for a close.
-    func readAvailable(timeout: Duration) -> String {
+    func readAvailable(timeout: Duration) async -> String {
+        await onOwnThread { self.readAvailableBlocking(timeout: timeout) }
+    }
+
+    private func readAvailableBlocking(timeout: Duration) -> String {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         let milliseconds = Int32(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        while hasInput(within: bytes.isEmpty ? milliseconds : 50) {
+        while waitForInput(within: bytes.isEmpty ? milliseconds : 50) {
             let count = recv(fd, &buffer, buffer.count, 0)
             if count <= 0 { break }
             bytes += buffer[0..<count]

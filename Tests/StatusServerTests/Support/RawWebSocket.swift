@@ -7,7 +7,8 @@ import Glibc
 /// A client on a plain TCP socket that does only what a test tells it: the upgrade handshake, then nothing at all
 /// unless asked (it neither reads nor answers), or frames that break the protocol on purpose. For the faults a real
 /// WebSocket client would never produce: a silent peer, a peer that never reads, unmasked frames.
-final class RawWebSocket {
+final class RawWebSocket: @unchecked Sendable {
+    // @unchecked: one test uses a socket, one call at a time.
     private let fd: Int32
 
     /// Connects and sends the upgrade request; reads nothing.
@@ -63,7 +64,11 @@ final class RawWebSocket {
 
     /// Reads everything the server sends until it closes the connection; throws if it is still open after `timeout`.
     /// Returns the bytes read.
-    func readUntilClosed(timeout: Duration) throws -> [UInt8] {
+    func readUntilClosed(timeout: Duration) async throws -> [UInt8] {
+        try await onOwnThread { try self.readUntilClosedBlocking(timeout: timeout) }
+    }
+
+    private func readUntilClosedBlocking(timeout: Duration) throws -> [UInt8] {
         let deadline = ContinuousClock.now + timeout
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)

@@ -1,0 +1,74 @@
+import Foundation
+import RedisClient
+import StatusServer
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A redis-server of one test's own, on a free port, without persistence: for tests that count the server's commands
+/// (`INFO commandstats`), which the shared server counts for every test running at the same time.
+final class PrivateRedis: Sendable {
+    let port: Int
+    private let process: Process
+
+    var configuration: RedisConfiguration { RedisConfiguration(endpoint: .tcp(host: "127.0.0.1", port: port)) }
+
+    /// Makes a node's configuration use this server (for `withStatusd(configure: server.install)`).
+    func install(in configuration: inout ServerConfiguration) {
+        configuration.redis = self.configuration
+    }
+
+    private init(port: Int, process: Process) {
+        self.port = port
+        self.process = process
+    }
+
+    /// Starts a server and waits until it answers.
+    static func start() async throws -> PrivateRedis {
+        let port = try ChildNode.freePort()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
+        process.arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let server = PrivateRedis(port: port, process: process)
+        for _ in 0..<200 {
+            if server.answers() { return server }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        server.stop()
+        throw TestAppError(message: "private redis-server did not start on port \(port)")
+    }
+
+    /// Stops the server and waits for it to exit.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+
+    /// Whether the port accepts a connection.
+    private func answers() -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
+
+/// Runs `body` with a private redis-server, stopped afterwards.
+func withPrivateRedis<Value>(_ body: (PrivateRedis) async throws -> Value) async throws -> Value {
+    let server = try await PrivateRedis.start()
+    defer { server.stop() }
+    return try await body(server)
+}
