@@ -78,12 +78,15 @@ import Testing
             expectError(recreated, 409, "APP_EXISTS")
             #expect(recreated.body["error"]["message"].string?.contains("being deleted") == true)
             // The periodic sweep (housekeeping) finishes it: this call, or the node whose sweep holds the claim now (every
-            // node's housekeeping sweeps every unfinished deletion, other tests' nodes included), within its settle time.
-            try await wiring.apps.finishUnfinishedDeletions()
-            let deadline = ContinuousClock.now + .seconds(10)
-            while try await redis.send("SISMEMBER", RedisKeys.deletingApps, app.appId).int == 1, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            // node's housekeeping sweeps every unfinished deletion, other tests' nodes included). A node that stopped
+            // with its test while holding the claim leaves it to lapse (``AppDeletion/claimLease``): the sweep is
+            // repeated until then, as every node's housekeeping would.
+            let deadline = ContinuousClock.now + AppDeletion.claimLease + .seconds(10)
+            repeat {
+                try await wiring.apps.finishUnfinishedDeletions()
+                guard try await redis.send("SISMEMBER", RedisKeys.deletingApps, app.appId).int == 1 else { break }
+                try await Task.sleep(for: .milliseconds(100))
+            } while ContinuousClock.now < deadline
             #expect(try await keys(of: app.appId, redis).isEmpty)
             #expect(try await redis.send("SISMEMBER", RedisKeys.deletingApps, app.appId).int == 0)
             // Created again: nothing inherited.
