@@ -265,11 +265,6 @@ final class DeviceGateway: Sendable {
         // what changed from then on (SPEC §7). A socket that closed under the node (not a silent one given up on)
         // was alive until then: the versions written to it in that window are recorded, and not sent again.
         let sent = ending == .disconnected ? delivered.versions(since: session.lastActiveMs - ResumePoint.clockMargin) : [:]
-        depart(session, because: ending, sent: sent)
-    }
-
-    /// ``depart(_:because:delivered:)`` for a session with nothing recorded as written.
-    func depart(_ session: DeviceSession, because ending: DeviceSession.Ending, sent: [UInt64: Int64] = [:]) {
         if ending == .tooSlow { Metrics.slowConsumers.increment() }
         let silence = session.silenceMs
         let lostAt = clock.nowMs - silence - ResumePoint.clockMargin
