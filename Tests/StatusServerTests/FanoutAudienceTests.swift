@@ -60,7 +60,7 @@ import Testing
         return StatusChange(appId: "app", change: StatusRepository.Change.status.rawValue, role: nil, lastSeenPrivacy: privacy, status: status)
     }
 
-    private func ids(_ sessions: [DeviceSession]) -> Set<String> { Set(sessions.map(\.userId)) }
+    private func ids(_ sessions: some Sequence<DeviceSession>) -> Set<String> { Set(sessions.map(\.userId)) }
 
     @Test func everyoneSeesItByDefault() {
         let (index, _, _, _) = index()

@@ -64,6 +64,51 @@ import Testing
         #expect(index.audience(of: change("bob", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
     }
 
+    /// The recipients kept for a user who changes again and again follow every change to the sessions, the
+    /// relationships and the app's config: a kept answer is never stale.
+    @Test func keptRecipientsFollowSessionsRelationshipsAndConfig() {
+        let index = FanoutIndex()
+        var version: Int64 = 0
+        func heard(_ config: AppConfig = premiumAppConfig) -> [String] {
+            version += 1
+            return index.audience(of: change("bob", version: version), config: config).sessions.map(\.userId).sorted()
+        }
+        func relate(_ userId: String, subscriptions: Set<String>, blocked: Set<String> = []) {
+            let key = AppUser(appId: "app", userId: userId)
+            index.update(key, relations: Relations(subscriptions: subscriptions, friends: [], blocked: blocked), sequence: index.beginRelationsLoad())
+        }
+        index.add(session("watcher"))
+        relate("watcher", subscriptions: ["bob"])
+        #expect(heard() == ["watcher"])
+        #expect(heard() == ["watcher"])
+        // Another watcher arrives and subscribes.
+        let carol = session("carol")
+        index.add(carol)
+        #expect(heard() == ["watcher"])
+        relate("carol", subscriptions: ["bob"])
+        #expect(heard() == ["carol", "watcher"])
+        // A block, then its end.
+        relate("watcher", subscriptions: ["bob"], blocked: ["bob"])
+        #expect(heard() == ["carol"])
+        relate("watcher", subscriptions: ["bob"])
+        #expect(heard() == ["carol", "watcher"])
+        // A session leaves.
+        index.remove(carol)
+        #expect(heard() == ["watcher"])
+        // The app's config: a basic plan tells nobody else; multiDeviceSync decides whether bob's own devices hear.
+        var basic = premiumAppConfig
+        basic.plan = .basic
+        #expect(heard(basic) == [])
+        index.add(session("bob"))
+        #expect(heard() == ["bob", "watcher"])
+        var unsynced = premiumAppConfig
+        unsynced.multiDeviceSync = false
+        #expect(heard(unsynced) == ["watcher"])
+        // An unsubscribe.
+        relate("watcher", subscriptions: [])
+        #expect(heard() == ["bob"])
+    }
+
     @Test func resynchronisationDeliversOnlyMovedVersionsAndStaleChangesAreDropped() {
         let index = FanoutIndex()
         index.add(session("watcher"))

@@ -103,4 +103,16 @@ import Testing
         let empty = StatusQueryResult(statuses: [], failures: [])
         #expect(String(decoding: empty.jsonBytes, as: UTF8.self) == #"{"failures":[],"statuses":[]}"#)
     }
+
+    /// A socket's answer to setSelfStatus, written by hand, is what `JSONEncoder` writes for every kind of id.
+    @Test func aSocketAnswerCarryingAStatusIsWhatJSONEncoderWrites() throws {
+        var generator = SystemRandomNumberGenerator()
+        let status = UserStatus(userId: "u\"1", statusType: .online, customStatus: "a\nb", lastActiveAt: 7, version: 3, onlineDevices: [])
+        var ids: [JSONValue] = [.int(0), .int(-42), .int(Int64.max), .null, .bool(true), .double(1.5), .array([.int(1)]), .object(["a": .null])]
+        for _ in 0..<200 { ids.append(.string(Self.generatedString(&generator))) }
+        for id in ids {
+            let written = try DeviceFrames.success(id: id, result: status)
+            #expect(written == (try JSONCoding.string(DeviceFrames.Success(id: id, result: status))), "\(id)")
+        }
+    }
 }

@@ -19,8 +19,8 @@ struct DeliveryBatch {
     /// The events of one change: the own view for `audience.own`, the public view for `audience.seeing`, without
     /// `lastActiveAt` for `audience.masked` (SPEC §2 last-seen privacy); one encoding per group that has recipients,
     /// so three at most.
-    static func encodings(of change: StatusChange, for audience: Audience) -> [(event: StatusEvent, recipients: [DeviceSession])] {
-        var result: [(event: StatusEvent, recipients: [DeviceSession])] = []
+    static func encodings(of change: StatusChange, for audience: Audience) -> [(event: StatusEvent, recipients: Recipients)] {
+        var result: [(event: StatusEvent, recipients: Recipients)] = []
         var record = change.record
         if !audience.own.isEmpty {
             result.append((StatusEvent(PresenceView.own.status(of: record, appDefault: .everyone)), audience.own))
@@ -37,13 +37,10 @@ struct DeliveryBatch {
         return result
     }
 
-    private mutating func add(_ event: StatusEvent, to recipients: [DeviceSession]) {
-        var byLoop: [ObjectIdentifier: (loop: any EventLoop, sessions: [DeviceSession])] = [:]
-        for session in recipients {
-            byLoop[ObjectIdentifier(session.eventLoop), default: (session.eventLoop, [])].sessions.append(session)
-        }
-        for (key, share) in byLoop {
-            loops[key, default: (share.loop, [])].items.append((event, share.sessions))
+    /// Queues `event` for its recipients: each loop's share as a whole, no session touched here.
+    private mutating func add(_ event: StatusEvent, to recipients: Recipients) {
+        for share in recipients.shares {
+            loops[ObjectIdentifier(share.loop), default: (share.loop, [])].items.append((event, share.sessions))
         }
         count += recipients.count
     }

@@ -23,7 +23,36 @@ final class FanoutIndex: Sendable {
         var versions: [AppUser: Int64] = [:]
         /// target → the public version (SPEC §10.5) this node delivered last to others than the target's own devices.
         var publicVersions: [AppUser: Int64] = [:]
+        /// target → the recipients last worked out for its changes, with what they were worked out from. A user who
+        /// changes often is heard by the same sessions each time: the cached groups are handed out as they are, so a
+        /// change costs no lookup, no retain and no deduplication per recipient. Emptied by every change to the
+        /// sessions or relationships here (``forgetAudiences()``), so an entry never outlives what it came from.
+        var audiences: [AppUser: (inputs: AudienceInputs, audience: Audience)] = [:]
+
+        /// Drops the cached recipients: the sessions or relationships they came from changed.
+        mutating func forgetAudiences() {
+            if !audiences.isEmpty { audiences = [:] }
+        }
     }
+
+    /// What, besides the index, decides the recipients of a change (``recipients(of:inputs:in:)``).
+    struct AudienceInputs: Equatable {
+        /// The user's own devices hear it (`multiDeviceSync`).
+        var ownDevices: Bool
+        /// Others hear it: a change of the public view, of the status, in a premium app.
+        var others: Bool
+        var statusQuery: Bool
+        var friendStatusNotify: Bool
+        /// The changed user's role, for `roles:` scopes (nil when no scope can take it).
+        var role: String?
+        /// The last-seen privacy that splits the others into `seeing` and `masked`, when the change shows a
+        /// `lastActiveAt` it may hide; nil when everyone sees it.
+        var hidingPrivacy: LastSeenPrivacy?
+    }
+
+    /// Most targets whose recipients are kept: past it the cache starts again empty (an app-wide session hears every
+    /// user of its app, so the targets are not bounded by the relationships held here).
+    static let audienceCacheLimit = 20_000
 
     private let state = Mutex(State())
 
@@ -33,6 +62,7 @@ final class FanoutIndex: Sendable {
         state.withLock { state in
             let key = AppUser(appId: session.appId, userId: session.userId)
             let first = state.users[key] == nil
+            state.forgetAudiences()
             state.users[key, default: LocalUser()].sessions[session.connectionId] = session
             state.sessionCount += 1
             state.sessionsPerApp[session.appId, default: 0] += 1
@@ -53,6 +83,7 @@ final class FanoutIndex: Sendable {
         state.withLock { state in
             let key = AppUser(appId: session.appId, userId: session.userId)
             guard state.users[key]?.sessions.removeValue(forKey: session.connectionId) != nil else { return }
+            state.forgetAudiences()
             state.sessionCount -= 1
             state.sessionsPerApp[session.appId, default: 1] -= 1
             if state.sessionsPerApp[session.appId] == 0 { state.sessionsPerApp[session.appId] = nil }
@@ -240,7 +271,17 @@ final class FanoutIndex: Sendable {
                 // current version by design and is never dropped for it.
                 return Audience()
             }
-            let result = Self.recipients(of: change, config: config, publicToo: Self.isPublicNews(change, in: state), in: state)
+            let inputs = Self.inputs(of: change, config: config, publicToo: Self.isPublicNews(change, in: state))
+            let result: Audience
+            if let cached = state.audiences[target], cached.inputs == inputs {
+                result = cached.audience
+            } else {
+                result = Self.recipients(of: change, inputs: inputs, in: state)
+                if !result.isEmpty {
+                    if state.audiences.count >= Self.audienceCacheLimit { state.audiences = [:] }
+                    state.audiences[target] = (inputs, result)
+                }
+            }
             Self.recordDelivered(change, result, in: &state)
             return result
         }
@@ -272,12 +313,12 @@ final class FanoutIndex: Sendable {
     func catchUpAudience(of change: StatusChange, config: AppConfig, watcher: AppUser, knownAtEdge: Int64? = nil) -> Audience {
         state.withLock { state in
             let target = AppUser(appId: change.appId, userId: change.status.userId)
-            var result = Self.recipients(of: change, config: config, publicToo: true, in: state)
-            result.own = []
+            var result = Self.recipients(of: change, inputs: Self.inputs(of: change, config: config, publicToo: true), in: state)
+            result.own = Recipients()
             if let known = state.publicVersions[target], known >= change.record.publicVersion {
                 if let knownAtEdge, change.record.publicVersion > knownAtEdge { return Audience() }
-                result.seeing.removeAll { $0.userId != watcher.userId }
-                result.masked.removeAll { $0.userId != watcher.userId }
+                result.seeing.keep { $0.userId == watcher.userId }
+                result.masked.keep { $0.userId == watcher.userId }
                 return result
             }
             if !result.isEmpty { state.publicVersions[target] = change.record.publicVersion }
@@ -293,28 +334,38 @@ final class FanoutIndex: Sendable {
         }
     }
 
-    /// The sessions entitled to a change (SPEC §6): the user's own (the own view), and, when `publicToo`, the others
-    /// (the public view, SPEC §10.5) split by whether they may see its `lastActiveAt`.
-    private static func recipients(of change: StatusChange, config: AppConfig, publicToo: Bool, in state: State) -> Audience {
-        let target = AppUser(appId: change.appId, userId: change.status.userId)
-        // Sessions are collected in an array and deduplicated by identity: this runs once per change for every
-        // recipient, so no string is hashed per recipient beyond the one lookup of its user.
-        var result = Audience()
-        var seen = Set<ObjectIdentifier>()
-        if config.multiDeviceSync, let own = state.users[target] {
-            for session in own.sessions.values where seen.insert(ObjectIdentifier(session)).inserted { result.own.append(session) }
-        }
-        guard publicToo, change.change == StatusRepository.Change.status.rawValue, config.plan == .premium else {
-            return result
-        }
+    /// What decides the recipients of `change` under `config` besides the index: whether the user's own devices hear
+    /// it, whether others do (`publicToo`: the public view changed), and the privacy that splits them.
+    private static func inputs(of change: StatusChange, config: AppConfig, publicToo: Bool) -> AudienceInputs {
+        let others = publicToo && change.change == StatusRepository.Change.status.rawValue && config.plan == .premium
         let record = change.record
         let privacy = change.lastSeenPrivacy ?? config.lastSeenPrivacy
         let publicLastActive = record.isHidden ? record.hidden?.lastActiveAt : change.status.lastActiveAt
-        let hides = publicLastActive != nil && privacy != .everyone
+        return AudienceInputs(
+            ownDevices: config.multiDeviceSync,
+            others: others,
+            statusQuery: config.statusQuery,
+            friendStatusNotify: config.friendStatusNotify,
+            role: others && config.statusQuery ? change.role : nil,
+            hidingPrivacy: others && publicLastActive != nil && privacy != .everyone ? privacy : nil
+        )
+    }
+
+    /// The sessions entitled to a change (SPEC §6): the user's own (the own view), and, when `inputs.others`, the
+    /// others (the public view, SPEC §10.5) split by whether they may see its `lastActiveAt`.
+    private static func recipients(of change: StatusChange, inputs: AudienceInputs, in state: State) -> Audience {
+        let target = AppUser(appId: change.appId, userId: change.status.userId)
+        // Sessions are deduplicated by identity: no string is hashed per recipient beyond the one lookup of its user.
+        var result = Audience()
+        var seen = Set<ObjectIdentifier>()
+        if inputs.ownDevices, let own = state.users[target] {
+            for session in own.sessions.values where seen.insert(ObjectIdentifier(session)).inserted { result.own.append(session) }
+        }
+        guard inputs.others else { return result }
         func addUser(_ userId: String, where include: (DeviceSession) -> Bool = { _ in true }) {
             guard userId != target.userId, let user = state.users[AppUser(appId: change.appId, userId: userId)] else { return }
             guard user.blocked.isEmpty || !user.blocked.contains(target.userId) else { return }
-            let sees = !hides || privacy.shows(to: .other(isFriend: user.friends.contains(target.userId)))
+            let sees = inputs.hidingPrivacy?.shows(to: .other(isFriend: user.friends.contains(target.userId))) ?? true
             for session in user.sessions.values where include(session) && seen.insert(ObjectIdentifier(session)).inserted {
                 if sees { result.seeing.append(session) } else { result.masked.append(session) }
             }
@@ -323,20 +374,19 @@ final class FanoutIndex: Sendable {
             addUser(session.userId) { $0 === session }
         }
         let friends = state.friendsOf[target] ?? []
-        if config.statusQuery {
+        if inputs.statusQuery {
             let subscribers = state.subscribers[target] ?? []
-            result.seeing.reserveCapacity(subscribers.count)
             seen.reserveCapacity(subscribers.count)
             for userId in subscribers { addUser(userId) }
             for session in (state.scopeAll[change.appId] ?? [:]).values { addSession(session) }
             for userId in friends {
                 addUser(userId) { if case .friends = $0.scope { true } else { false } }
             }
-            if let role = change.role {
+            if let role = inputs.role {
                 for session in (state.scopeRoles[change.appId]?[role] ?? [:]).values { addSession(session) }
             }
         }
-        if config.friendStatusNotify {
+        if inputs.friendStatusNotify {
             for userId in friends { addUser(userId) }
         }
         return result
@@ -367,6 +417,7 @@ final class FanoutIndex: Sendable {
 
     private static func setRelations(_ relations: Relations, for key: AppUser, in state: inout State) {
         guard let old = state.users[key] else { return }
+        state.forgetAudiences()
         for target in old.subscriptions.subtracting(relations.subscriptions) {
             let edge = AppUser(appId: key.appId, userId: target)
             state.subscribers[edge]?.remove(key.userId)

@@ -72,6 +72,28 @@ enum DeviceFrames {
         try JSONCoding.string(StatusChanged(statuses: [status]))
     }
 
+    /// The answer `{"id", "ok": true, "result"}` of a request whose result has a hand-written JSON (a status: every
+    /// setSelfStatus over a socket), written without `JSONEncoder` when the id is a number, a string or null (what
+    /// clients send); the same bytes `JSONEncoder` gives (`JSONOutputTests`).
+    static func success(id: JSONValue, result: some JSONWritable & Encodable) throws -> String {
+        var output = JSONOutput()
+        switch id {
+        case .int(let value):
+            output.raw(#"{"id":"#)
+            output.integer(value)
+        case .string(let value):
+            output.raw(#"{"id":"#)
+            output.string(value)
+        case .null:
+            output.raw(#"{"id":null"#)
+        case .bool, .double, .array, .object: return try JSONCoding.string(Success(id: id, result: result))
+        }
+        output.raw(#","ok":true,"result":"#)
+        result.writeJSON(to: &output)
+        output.byte(UInt8(ascii: "}"))
+        return String(decoding: output.bytes, as: UTF8.self)
+    }
+
     static func kicked(_ reason: String) -> String {
         (try? JSONCoding.string(Kicked(reason: reason))) ?? #"{"event":"kicked"}"#
     }

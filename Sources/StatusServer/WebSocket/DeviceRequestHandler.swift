@@ -87,7 +87,7 @@ struct DeviceRequestHandler: Sendable {
                     availability: availability,
                     clearAfterSeconds: frame.clearAfterSeconds
                 )
-                return (try success(id, status), .keepOpen)
+                return (try DeviceFrames.success(id: id, result: status), .keepOpen)
             case "getUserStatus":
                 return (try success(id, try await operations.getUserStatus(app: app, userId: session.userId, userIds: try ids(frame))), .keepOpen)
             case "subscribeUserStatus":
