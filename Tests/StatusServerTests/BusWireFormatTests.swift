@@ -97,6 +97,8 @@ import Testing
         let user = RedisKeys(appId: appId).user("alice")
         _ = try await redis.send("HSET", user.profile, "createdAt", "1", "role", "teacher", "lastSeenPrivacy", "friends")
         let received = Mutex<[(channel: String, message: BusMessage)]>([])
+        // The payloads as the scripts wrote them, for the reader without JSONDecoder (``BusMessage/fastStatusChange(_:)``).
+        let payloads = Mutex<[[UInt8]]>([])
         // Heard on both channels a status change goes to: the user's channel and the app's channel of the user's slot.
         let channels = [BusChannels.user(appId, "alice"), BusChannels.appSlot(appId, ofUser: "alice")]
         let subscriber = RedisShardSubscriber(client: redis, logger: logger) { event in
@@ -105,6 +107,7 @@ import Testing
                 case .statusChanged(let change) = message, change.appId == appId
             else { return }
             received.withLock { $0.append((channel, message)) }
+            payloads.withLock { $0.append(payload) }
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await subscriber.run() }
@@ -140,6 +143,16 @@ import Testing
                 #expect(received.withLock { $0.filter { $0.channel == channel }.map(\.message) } == expected)
             }
             #expect(written.write.reply.status.customStatus == Self.status.customStatus)
+            // What the scripts write is read alike without JSONDecoder: always when no string needs an escape (the
+            // connect, before the custom status), never differently.
+            let heard = payloads.withLock { $0 }
+            #expect(heard.count == 6)
+            for payload in heard {
+                let fast = payload.withUnsafeBytes(BusMessage.fastStatusChange)
+                let decoded = try JSONCoding.decoder.decode(BusMessage.self, from: Data(payload))
+                if !payload.contains(UInt8(ascii: "\\")) { #expect(fast != nil, "\(String(decoding: payload, as: UTF8.self))") }
+                if let fast { #expect(BusMessage.statusChanged(fast) == decoded) }
+            }
         }
         await redis.close()
     }

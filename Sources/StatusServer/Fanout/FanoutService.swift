@@ -231,6 +231,11 @@ final class FanoutService: Service, Sendable {
         for payload in batch.messages {
             // A status change of an app with no session here concerns nobody on this node: not even decoded.
             if let appId = BusMessage.statusChangeAppId(in: payload), !index.hasSessions(ofApp: appId) { continue }
+            // The common status message is read without JSONDecoder (``BusMessage/fastStatusChange(_:)``).
+            if let change = payload.withUnsafeBytes(BusMessage.fastStatusChange) {
+                await process(.statusChanged(change), into: &deliveries)
+                continue
+            }
             guard let message = try? JSONCoding.decoder.decode(BusMessage.self, from: Data(payload)) else {
                 // Counted, not logged one by one: whoever can publish on the bus must not be able to flood the log.
                 Metrics.undecodableBusMessages.increment()

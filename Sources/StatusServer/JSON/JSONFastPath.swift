@@ -71,6 +71,59 @@ struct JSONFastScanner {
         return nil
     }
 
+    /// An integer as JSON writes it (`-?(0|[1-9][0-9]*)`, no fraction, no exponent) that fits in 64 bits; nil for
+    /// anything else.
+    mutating func integer() -> Int64? {
+        skipWhitespace()
+        var position = index
+        let negative = position < bytes.count && bytes[position] == UInt8(ascii: "-")
+        if negative { position += 1 }
+        let first = position
+        var magnitude: UInt64 = 0
+        while position < bytes.count, bytes[position] >= UInt8(ascii: "0"), bytes[position] <= UInt8(ascii: "9") {
+            let (times, overflowTimes) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, overflowSum) = times.addingReportingOverflow(UInt64(bytes[position] - UInt8(ascii: "0")))
+            guard !overflowTimes, !overflowSum else { return nil }
+            magnitude = sum
+            position += 1
+        }
+        let digits = position - first
+        guard digits > 0, digits == 1 || bytes[first] != UInt8(ascii: "0") else { return nil }
+        if position < bytes.count {
+            switch bytes[position] {
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return nil
+            default: break
+            }
+        }
+        let value: Int64
+        if negative {
+            guard magnitude <= UInt64(Int64.max) + 1 else { return nil }
+            value = magnitude == UInt64(Int64.max) + 1 ? .min : -Int64(magnitude)
+        } else {
+            guard magnitude <= UInt64(Int64.max) else { return nil }
+            value = Int64(magnitude)
+        }
+        index = position
+        return value
+    }
+
+    /// `true` or `false`; nil for anything else.
+    mutating func bool() -> Bool? {
+        if literal("true") { return true }
+        if literal("false") { return false }
+        return nil
+    }
+
+    /// Consumes `text` after optional whitespace.
+    private mutating func literal(_ text: StaticString) -> Bool {
+        skipWhitespace()
+        let count = text.utf8CodeUnitCount
+        guard index + count <= bytes.count else { return false }
+        for offset in 0..<count where bytes[index + offset] != text.utf8Start[offset] { return false }
+        index += count
+        return true
+    }
+
     /// Whether only whitespace is left.
     mutating func atEnd() -> Bool {
         skipWhitespace()

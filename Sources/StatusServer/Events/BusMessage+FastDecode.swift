@@ -1,0 +1,221 @@
+import StatusCore
+
+/// `status` messages read without Foundation's `JSONDecoder`.
+///
+/// Every change a node delivers arrives as one such message, and `JSONDecoder` was about 2 % of the node's CPU on
+/// workload W (docs/benchmarks.md). This reader takes the fields of `docs/bus.md` in any order, as the Lua scripts write
+/// them, with ``JSONFastScanner``: plain strings (no escapes), integers, booleans and null. Anything else (an escape
+/// in a custom status, a member it does not know, a value of another type, a key given twice, another `type` or `v`)
+/// answers nil, and ``FanoutService`` decodes the message with `JSONDecoder` instead, so a message means the same
+/// either way (`BusMessageFastDecodeTests` compares the two over generated and mutated messages).
+extension BusMessage {
+    /// The change a plain `status` message carries, or nil.
+    static func fastStatusChange(_ bytes: UnsafeRawBufferPointer) -> StatusChange? {
+        var scanner = JSONFastScanner(bytes)
+        var seen: Set<Field> = []
+        var version: Int64?
+        var appId: String?
+        var change: StatusRepository.Change?
+        var role: String?
+        var lastSeenPrivacy: LastSeenPrivacy?
+        var status: UserStatus?
+        var publicVersion: Int64?
+        var publicChange = true
+        var hidden: PresenceRecord.Hidden?
+        var autoAway = false
+        let read = scanner.members { scanner, key in
+            guard let field = Field(rawValue: key), seen.insert(field).inserted else { return false }
+            switch field {
+            case .version:
+                version = scanner.integer()
+                return version == Int64(Self.version)
+            case .type:
+                return scanner.plainString() == Kind.status.rawValue
+            case .appId:
+                appId = scanner.plainString()
+                return appId != nil
+            case .change:
+                change = scanner.plainString().flatMap(StatusRepository.Change.init(wireName:))
+                return change != nil
+            case .role:
+                guard let value = scanner.optional({ $0.plainString() }) else { return false }
+                role = value
+                return true
+            case .lastSeenPrivacy:
+                // A value this version does not know is taken as none, as `JSONDecoder` reads it.
+                guard let name = scanner.optional({ $0.plainString() }) else { return false }
+                lastSeenPrivacy = name.flatMap(LastSeenPrivacy.init(rawValue:))
+                return true
+            case .status:
+                status = Self.fastStatus(&scanner)
+                return status != nil
+            case .publicVersion:
+                guard let value = scanner.optional({ $0.integer() }) else { return false }
+                publicVersion = value
+                return true
+            case .publicChange:
+                guard let value = scanner.optional({ $0.bool() }) else { return false }
+                publicChange = value ?? true
+                return true
+            case .hidden:
+                guard let value = scanner.optional({ Self.fastHidden(&$0) }) else { return false }
+                hidden = value
+                return true
+            case .autoAway:
+                guard let value = scanner.optional({ $0.bool() }) else { return false }
+                autoAway = value ?? false
+                return true
+            case .userId, .userIds, .devices, .reason, .since:
+                return false
+            }
+        }
+        guard read, scanner.atEnd(), seen.contains(.type), version != nil, let appId, let change, let status else { return nil }
+        return StatusChange(
+            appId: appId,
+            change: change.rawValue,
+            role: role,
+            lastSeenPrivacy: lastSeenPrivacy,
+            status: status,
+            publicVersion: publicVersion,
+            publicChange: publicChange,
+            hidden: hidden,
+            autoAway: autoAway
+        )
+    }
+
+    /// The status object of SPEC §2 (its keys as `UserStatus` encodes them).
+    private static func fastStatus(_ scanner: inout JSONFastScanner) -> UserStatus? {
+        var seen: Set<String> = []
+        var userId: String?
+        var statusType: StatusType?
+        var customStatus: String?
+        var lastActiveAt: Int64?
+        var version: Int64?
+        var onlineDevices: [OnlineDevice]?
+        var availability: Availability?
+        var customStatusExpiresAt: Int64?
+        let read = scanner.members { scanner, key in
+            guard seen.insert(key).inserted else { return false }
+            switch key {
+            case "userId":
+                userId = scanner.plainString()
+                return userId != nil
+            case "statusType":
+                statusType = scanner.plainString().flatMap(StatusType.init(rawValue:))
+                return statusType != nil
+            case "customStatus":
+                guard let value = scanner.optional({ $0.plainString() }) else { return false }
+                customStatus = value
+                return true
+            case "lastActiveAt":
+                guard let value = scanner.optional({ $0.integer() }) else { return false }
+                lastActiveAt = value
+                return true
+            case "version":
+                version = scanner.integer()
+                return version != nil
+            case "onlineDevices":
+                guard let value = scanner.optional({ Self.fastDevices(&$0) }) else { return false }
+                onlineDevices = value
+                return true
+            case "availability":
+                guard let value = scanner.optional({ $0.plainString().flatMap(Availability.init(rawValue:)) }) else { return false }
+                availability = value
+                return true
+            case "customStatusExpiresAt":
+                guard let value = scanner.optional({ $0.integer() }) else { return false }
+                customStatusExpiresAt = value
+                return true
+            default:
+                return false
+            }
+        }
+        guard read, let userId, let statusType, let version else { return nil }
+        return UserStatus(
+            userId: userId,
+            statusType: statusType,
+            customStatus: customStatus,
+            lastActiveAt: lastActiveAt,
+            version: version,
+            onlineDevices: onlineDevices,
+            availability: availability,
+            customStatusExpiresAt: customStatusExpiresAt
+        )
+    }
+
+    /// `[{"deviceId", "platform", "state"?}, ...]`.
+    private static func fastDevices(_ scanner: inout JSONFastScanner) -> [OnlineDevice]? {
+        guard scanner.expect(UInt8(ascii: "[")) else { return nil }
+        var devices: [OnlineDevice] = []
+        if scanner.expect(UInt8(ascii: "]")) { return devices }
+        repeat {
+            var seen: Set<String> = []
+            var deviceId: String?
+            var platform: Platform?
+            var state: DeviceState = .active
+            let read = scanner.members { scanner, key in
+                guard seen.insert(key).inserted else { return false }
+                switch key {
+                case "deviceId":
+                    deviceId = scanner.plainString()
+                    return deviceId != nil
+                case "platform":
+                    platform = scanner.plainString().flatMap(Platform.init(rawValue:))
+                    return platform != nil
+                case "state":
+                    guard let value = scanner.optional({ $0.plainString().flatMap(DeviceState.init(rawValue:)) }) else { return false }
+                    state = value ?? .active
+                    return true
+                default:
+                    return false
+                }
+            }
+            guard read, let deviceId, let platform else { return nil }
+            devices.append(OnlineDevice(deviceId: deviceId, platform: platform, state: state))
+        } while scanner.expect(UInt8(ascii: ","))
+        return scanner.expect(UInt8(ascii: "]")) ? devices : nil
+    }
+
+    /// `{"statusType", "lastActiveAt"?}`: what the public sees of an invisible user.
+    private static func fastHidden(_ scanner: inout JSONFastScanner) -> PresenceRecord.Hidden? {
+        var seen: Set<String> = []
+        var statusType: StatusType?
+        var lastActiveAt: Int64?
+        let read = scanner.members { scanner, key in
+            guard seen.insert(key).inserted else { return false }
+            switch key {
+            case "statusType":
+                statusType = scanner.plainString().flatMap(StatusType.init(rawValue:))
+                return statusType != nil
+            case "lastActiveAt":
+                guard let value = scanner.optional({ $0.integer() }) else { return false }
+                lastActiveAt = value
+                return true
+            default:
+                return false
+            }
+        }
+        guard read, let statusType else { return nil }
+        return PresenceRecord.Hidden(statusType: statusType, lastActiveAt: lastActiveAt)
+    }
+}
+
+extension JSONFastScanner {
+    /// Reads an object, handing each member's key to `member`, which reads its value and answers whether it could.
+    /// False when the object or a member could not be read.
+    mutating func members(_ member: (inout JSONFastScanner, String) -> Bool) -> Bool {
+        guard expect(UInt8(ascii: "{")) else { return false }
+        if expect(UInt8(ascii: "}")) { return true }
+        repeat {
+            guard let key = plainString(), expect(UInt8(ascii: ":")), member(&self, key) else { return false }
+        } while expect(UInt8(ascii: ","))
+        return expect(UInt8(ascii: "}"))
+    }
+
+    /// Reads `null` (`.some(nil)`) or a value with `value` (`.some(value)`); nil when neither could be read.
+    mutating func optional<Value>(_ value: (inout JSONFastScanner) -> Value?) -> Value?? {
+        if null() { return .some(nil) }
+        guard let read = value(&self) else { return nil }
+        return .some(read)
+    }
+}
