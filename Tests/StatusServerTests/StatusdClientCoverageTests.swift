@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import StatusdClient
 import Testing
@@ -12,6 +13,32 @@ import struct StatusServer.ServerConfiguration
         let served = try Data(contentsOf: OpenAPIDocumentFile.serverCopy)
         let generated = try Data(contentsOf: OpenAPIDocumentFile.generatorInput)
         #expect(served == generated)
+    }
+
+    /// The generated client is committed (scripts/generate-client): `GeneratedSources/generated.sha256` records the
+    /// SHA-256 of the generator's inputs, the document and the config, and of every generated file. A change to either
+    /// input, or a generated file edited by hand, fails here until the client is generated again.
+    @Test func theCommittedClientWasGeneratedFromTheCurrentDocument() throws {
+        let root = OpenAPIDocumentFile.serverCopy
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let generated = "Sources/StatusdClient/GeneratedSources"
+        let record = try String(contentsOf: root.appendingPathComponent("\(generated)/generated.sha256"), encoding: .utf8)
+        var recorded: [String: String] = [:]
+        for line in record.split(separator: "\n") where !line.hasPrefix("#") {
+            let fields = line.split(separator: " ", maxSplits: 1)
+            try #require(fields.count == 2, "a line of generated.sha256 is not `hash  path`: \(line)")
+            recorded[fields[1].trimmingCharacters(in: .whitespaces)] = String(fields[0])
+        }
+        let sources = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(generated).path)
+            .filter { $0.hasSuffix(".swift") }.map { "\(generated)/\($0)" }
+        #expect(sources.contains("\(generated)/Client.swift") && sources.contains("\(generated)/Types.swift"))
+        let expected = Set(["Sources/StatusdClient/openapi.json", "Sources/StatusdClient/openapi-generator-config.yaml"] + sources)
+        #expect(Set(recorded.keys) == expected, "generated.sha256 lists other files: scripts/generate-client")
+        for path in expected.sorted() {
+            let digest = SHA256.hash(data: try Data(contentsOf: root.appendingPathComponent(path)))
+            let hex = digest.map { String(format: "%02x", $0) }.joined()
+            #expect(recorded[path] == hex, "\(path) changed since the client was generated: run scripts/generate-client")
+        }
     }
 
     /// `InitialAppConfig` (a create's config, which may be null) stands for `AppConfigPatch` in the generated client, so
