@@ -93,12 +93,19 @@ import Testing
         }
     }
 
+    /// The timeout is the node's own time (the housekeeping's ticks, the session's last sign of life): the test moves
+    /// the node's clock past it instead of waiting for it.
     @Test func aSilentSocketIsGoneAfterTheHeartbeatTimeout() async throws {
-        try await withStatusd(.live) { api in
+        let clock = ManualNodeClock()
+        try await withStatusd(.live, configure: clock.install) { api in
             let app = try await api.createApp(config: ["heartbeatTimeoutSeconds": 5])
             try await app.createUsers(["alice"])
             try await app.withDevice(port: api.client.port!, userId: "alice", DeviceOptions(deviceId: "quiet")) { device, _ in
-                try await device.waitClosed(timeout: .seconds(9))
+                // Just short of the timeout the socket stays; past it, a tick ends the session.
+                try await clock.step(by: .milliseconds(4500))
+                #expect(!device.isClosed)
+                try await clock.step(by: .seconds(3)) { device.isClosed }
+                try await device.waitClosed(timeout: .seconds(3))
             }
             let status = try await app.call(.post, "/status/query", ["userIds": ["alice"]])
             #expect(status.body["statuses"][0]["statusType"].string == "offline")
@@ -106,12 +113,14 @@ import Testing
     }
 
     @Test func framesKeepASocketAlivePastTheTimeout() async throws {
-        try await withStatusd(.live) { api in
+        let clock = ManualNodeClock()
+        try await withStatusd(.live, configure: clock.install) { api in
             let app = try await api.createApp(config: ["heartbeatTimeoutSeconds": 5])
             try await app.createUsers(["alice"])
             try await app.withDevice(port: api.client.port!, userId: "alice", DeviceOptions(deviceId: "chatty")) { device, _ in
+                // Eight seconds of the node's time, a frame every two: never five without one.
                 for _ in 0..<4 {
-                    try await Task.sleep(for: .seconds(2))
+                    try await clock.step(by: .seconds(2))
                     _ = try await device.request("heartbeat")
                 }
                 #expect(!device.isClosed)

@@ -62,6 +62,19 @@ final class ManualNodeClock: NodeClock {
     }
 
     /// Moves the clock forward by `duration` and wakes the sleepers whose deadline has come.
+    /// Advances the clock by `duration` a housekeeping half-tick (250 ms) at a time, letting the node's loops run
+    /// between two steps (a loop that sleeps on this clock wakes once per advance past its deadline); stops early once
+    /// `until` holds.
+    func step(by duration: Duration, until done: () -> Bool = { false }) async throws {
+        var left = duration
+        while left > .zero, !done() {
+            let step = min(left, .milliseconds(250))
+            advance(by: step)
+            left -= step
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     func advance(by duration: Duration) {
         let due = state.withLock { state in
             state.elapsed += duration
