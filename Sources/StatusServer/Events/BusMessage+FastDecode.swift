@@ -38,9 +38,7 @@ extension BusMessage {
                 change = scanner.plainString().flatMap(StatusRepository.Change.init(wireName:))
                 return change != nil
             case .role:
-                guard let value = scanner.optional({ $0.plainString() }) else { return false }
-                role = value
-                return true
+                return scanner.optional(into: &role) { $0.plainString() }
             case .lastSeenPrivacy:
                 // A value this version does not know is taken as none, as `JSONDecoder` reads it.
                 guard let name = scanner.optional({ $0.plainString() }) else { return false }
@@ -50,17 +48,13 @@ extension BusMessage {
                 status = Self.fastStatus(&scanner)
                 return status != nil
             case .publicVersion:
-                guard let value = scanner.optional({ $0.integer() }) else { return false }
-                publicVersion = value
-                return true
+                return scanner.optional(into: &publicVersion) { $0.integer() }
             case .publicChange:
                 guard let value = scanner.optional({ $0.bool() }) else { return false }
                 publicChange = value ?? true
                 return true
             case .hidden:
-                guard let value = scanner.optional({ Self.fastHidden(&$0) }) else { return false }
-                hidden = value
-                return true
+                return scanner.optional(into: &hidden) { Self.fastHidden(&$0) }
             case .autoAway:
                 guard let value = scanner.optional({ $0.bool() }) else { return false }
                 autoAway = value ?? false
@@ -104,28 +98,18 @@ extension BusMessage {
                 statusType = scanner.plainString().flatMap(StatusType.init(rawValue:))
                 return statusType != nil
             case "customStatus":
-                guard let value = scanner.optional({ $0.plainString() }) else { return false }
-                customStatus = value
-                return true
+                return scanner.optional(into: &customStatus) { $0.plainString() }
             case "lastActiveAt":
-                guard let value = scanner.optional({ $0.integer() }) else { return false }
-                lastActiveAt = value
-                return true
+                return scanner.optional(into: &lastActiveAt) { $0.integer() }
             case "version":
                 version = scanner.integer()
                 return version != nil
             case "onlineDevices":
-                guard let value = scanner.optional({ Self.fastDevices(&$0) }) else { return false }
-                onlineDevices = value
-                return true
+                return scanner.optional(into: &onlineDevices) { Self.fastDevices(&$0) }
             case "availability":
-                guard let value = scanner.optional({ $0.plainString().flatMap(Availability.init(rawValue:)) }) else { return false }
-                availability = value
-                return true
+                return scanner.optional(into: &availability) { $0.plainString().flatMap(Availability.init(rawValue:)) }
             case "customStatusExpiresAt":
-                guard let value = scanner.optional({ $0.integer() }) else { return false }
-                customStatusExpiresAt = value
-                return true
+                return scanner.optional(into: &customStatusExpiresAt) { $0.integer() }
             default:
                 return false
             }
@@ -188,9 +172,7 @@ extension BusMessage {
                 statusType = scanner.plainString().flatMap(StatusType.init(rawValue:))
                 return statusType != nil
             case "lastActiveAt":
-                guard let value = scanner.optional({ $0.integer() }) else { return false }
-                lastActiveAt = value
-                return true
+                return scanner.optional(into: &lastActiveAt) { $0.integer() }
             default:
                 return false
             }
@@ -210,6 +192,13 @@ extension JSONFastScanner {
             guard let key = plainString(), expect(UInt8(ascii: ":")), member(&self, key) else { return false }
         } while expect(UInt8(ascii: ","))
         return expect(UInt8(ascii: "}"))
+    }
+
+    /// Reads `null` (leaving `target` nil) or a value with `value` into `target`: false when neither could be read.
+    mutating func optional<Value>(into target: inout Value?, _ value: (inout JSONFastScanner) -> Value?) -> Bool {
+        guard let read = optional(value) else { return false }
+        target = read
+        return true
     }
 
     /// Reads `null` (`.some(nil)`) or a value with `value` (`.some(value)`); nil when neither could be read.
