@@ -32,11 +32,9 @@ extension BusMessage {
             case .type:
                 return scanner.plainString() == Kind.status.rawValue
             case .appId:
-                appId = scanner.plainString()
-                return appId != nil
+                return scanner.required(into: &appId) { $0.plainString() }
             case .change:
-                change = scanner.plainString().flatMap(StatusRepository.Change.init(wireName:))
-                return change != nil
+                return scanner.required(into: &change) { $0.plainString().flatMap(StatusRepository.Change.init(wireName:)) }
             case .role:
                 return scanner.optional(into: &role) { $0.plainString() }
             case .lastSeenPrivacy:
@@ -45,8 +43,7 @@ extension BusMessage {
                 lastSeenPrivacy = name.flatMap(LastSeenPrivacy.init(rawValue:))
                 return true
             case .status:
-                status = Self.fastStatus(&scanner)
-                return status != nil
+                return scanner.required(into: &status) { Self.fastStatus(&$0) }
             case .publicVersion:
                 return scanner.optional(into: &publicVersion) { $0.integer() }
             case .publicChange:
@@ -92,18 +89,15 @@ extension BusMessage {
             guard seen.insert(key).inserted else { return false }
             switch key {
             case "userId":
-                userId = scanner.plainString()
-                return userId != nil
+                return scanner.required(into: &userId) { $0.plainString() }
             case "statusType":
-                statusType = scanner.plainString().flatMap(StatusType.init(rawValue:))
-                return statusType != nil
+                return scanner.required(into: &statusType) { $0.plainString().flatMap(StatusType.init(rawValue:)) }
             case "customStatus":
                 return scanner.optional(into: &customStatus) { $0.plainString() }
             case "lastActiveAt":
                 return scanner.optional(into: &lastActiveAt) { $0.integer() }
             case "version":
-                version = scanner.integer()
-                return version != nil
+                return scanner.required(into: &version) { $0.integer() }
             case "onlineDevices":
                 return scanner.optional(into: &onlineDevices) { Self.fastDevices(&$0) }
             case "availability":
@@ -141,11 +135,9 @@ extension BusMessage {
                 guard seen.insert(key).inserted else { return false }
                 switch key {
                 case "deviceId":
-                    deviceId = scanner.plainString()
-                    return deviceId != nil
+                    return scanner.required(into: &deviceId) { $0.plainString() }
                 case "platform":
-                    platform = scanner.plainString().flatMap(Platform.init(rawValue:))
-                    return platform != nil
+                    return scanner.required(into: &platform) { $0.plainString().flatMap(Platform.init(rawValue:)) }
                 case "state":
                     guard let value = scanner.optional({ $0.plainString().flatMap(DeviceState.init(rawValue:)) }) else { return false }
                     state = value ?? .active
@@ -169,8 +161,7 @@ extension BusMessage {
             guard seen.insert(key).inserted else { return false }
             switch key {
             case "statusType":
-                statusType = scanner.plainString().flatMap(StatusType.init(rawValue:))
-                return statusType != nil
+                return scanner.required(into: &statusType) { $0.plainString().flatMap(StatusType.init(rawValue:)) }
             case "lastActiveAt":
                 return scanner.optional(into: &lastActiveAt) { $0.integer() }
             default:
@@ -192,6 +183,12 @@ extension JSONFastScanner {
             guard let key = plainString(), expect(UInt8(ascii: ":")), member(&self, key) else { return false }
         } while expect(UInt8(ascii: ","))
         return expect(UInt8(ascii: "}"))
+    }
+
+    /// Reads a value with `value` into `target`: false when it could not.
+    mutating func required<Value>(into target: inout Value?, _ value: (inout JSONFastScanner) -> Value?) -> Bool {
+        target = value(&self)
+        return target != nil
     }
 
     /// Reads `null` (leaving `target` nil) or a value with `value` into `target`: false when neither could be read.
