@@ -73,7 +73,7 @@ enum DeviceFrames {
     }
 
     /// The answer `{"id", "ok": true, "result"}` of a request whose result has a hand-written JSON (a status: every
-    /// setSelfStatus over a socket), written without `JSONEncoder` when the id is a number, a string or null (what
+    /// setSelfStatus over a socket; a status query), written without `JSONEncoder` when the id is a number, a string or null (what
     /// clients send); the same bytes `JSONEncoder` gives (`JSONOutputTests`).
     static func success(id: JSONValue, result: some JSONWritable & Encodable) throws -> String {
         var output = JSONOutput()

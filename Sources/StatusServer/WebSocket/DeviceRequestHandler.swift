@@ -87,7 +87,7 @@ struct DeviceRequestHandler: Sendable {
                     availability: availability,
                     clearAfterSeconds: frame.clearAfterSeconds
                 )
-                return (try DeviceFrames.success(id: id, result: status), .keepOpen)
+                return (try success(id, status), .keepOpen)
             case "getUserStatus":
                 return (try success(id, try await operations.getUserStatus(app: app, userId: session.userId, userIds: try ids(frame))), .keepOpen)
             case "subscribeUserStatus":
@@ -154,5 +154,10 @@ struct DeviceRequestHandler: Sendable {
 
     private func success(_ id: JSONValue, _ result: some Encodable) throws -> String {
         try JSONCoding.string(DeviceFrames.Success(id: id, result: result))
+    }
+
+    /// A result with a hand-written JSON (a status, a status query) is answered without `JSONEncoder`, in the same bytes.
+    private func success(_ id: JSONValue, _ result: some JSONWritable & Encodable) throws -> String {
+        try DeviceFrames.success(id: id, result: result)
     }
 }
