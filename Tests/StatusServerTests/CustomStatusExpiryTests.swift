@@ -151,3 +151,31 @@ extension CustomStatusExpiryTests {
         }
     }
 }
+
+extension CustomStatusExpiryTests {
+    /// SPEC §10.2 "at that moment": the moment is read on the Redis clock, shared by every node. A node whose own clock
+    /// runs ahead takes the entry early, is told the moment has not come, and puts the entry back at it.
+    @Test func aNodeWhoseClockRunsAheadDoesNotClearEarly() async throws {
+        let clock = ManualNodeClock()
+        try await withStatusd(.live, configure: clock.install) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            let set = expectOK(try await set(app, "alice", ["customStatus": "back at three", "clearAfterSeconds": 3]))
+            let expires = try #require(set["customStatusExpiresAt"].int)
+            // Ten seconds ahead of Redis: every sweep meanwhile finds the entry due by the node's clock.
+            try await clock.step(by: .seconds(10))
+            let early = try await app.ownStatus("alice")
+            if Int64(Date().timeIntervalSince1970 * 1000) < expires {
+                #expect(early["customStatus"] == "back at three", "cleared before its moment")
+            }
+            // Once the moment has come on the Redis clock, the entry put back at it is cleared by the next sweep.
+            let deadline = ContinuousClock.now + .seconds(8)
+            while try await app.ownStatus("alice").has("customStatus") {
+                guard ContinuousClock.now < deadline else { throw TestAppError(message: "not cleared") }
+                try await clock.step(by: .milliseconds(250))
+            }
+            #expect(Int64(Date().timeIntervalSince1970 * 1000) >= expires)
+            #expect(try await app.ownStatus("alice")["version"].int == (set["version"].int ?? 0) + 1)
+        }
+    }
+}

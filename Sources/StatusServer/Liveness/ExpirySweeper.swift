@@ -6,7 +6,8 @@ import StatusCore
 /// status itself) and lists the app in ``RedisKeys/expiringApps``; the housekeeping of every node calls ``sweep()``
 /// every quarter second (``DueIndexSweep``). An entry that fell due is cleared if the status still expires then
 /// (`custom_status_expire.lua`, which publishes the change: events, and the webhook's `customStatusChange` with reason
-/// `expired` from here).
+/// `expired` from here). Whether the moment came is read on the Redis clock: an entry taken early by a node whose clock
+/// runs ahead is put back at its moment.
 struct ExpirySweeper: Sendable {
     /// The sweep of the expiry indexes (``DueIndexSweep/expiries(store:apps:)``).
     let dueIndex: DueIndexSweep
@@ -23,8 +24,11 @@ struct ExpirySweeper: Sendable {
         let nowMs = nowMs ?? clock.nowMs
         var cleared = 0
         try await dueIndex.run(nowMs: nowMs) { app, userId, dueAt in
-            guard let result = try await statuses.expireCustomStatus(appId: app.appId, userId: userId, dueAt: dueAt) else {
-                return .done
+            let result: StatusReply
+            switch try await statuses.expireCustomStatus(appId: app.appId, userId: userId, dueAt: dueAt) {
+            case .nothing: return .done
+            case .later(let expiresAt): return .later(expiresAt)
+            case .cleared(let reply, _): result = reply
             }
             cleared += 1
             await webhooks.enqueueCustomStatusChange(
@@ -32,7 +36,7 @@ struct ExpirySweeper: Sendable {
                 userId: userId,
                 customStatus: nil,
                 reason: "expired",
-                statusType: result.reply.status.statusType
+                statusType: result.status.statusType
             )
             if app.logsRecentChanges {
                 try await recentChanges.record(appId: app.appId, userId: userId, nowMs: clock.nowMs, keepMs: recorder.keepMs(app.config))

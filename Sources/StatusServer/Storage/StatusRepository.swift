@@ -178,17 +178,30 @@ struct StatusRepository: Sendable {
         )
     }
 
-    /// SPEC §10.2: clears the user's custom status if it still expires at `dueAt` (`custom_status_expire.lua`, which
-    /// publishes the change). Nil when there was nothing to clear.
-    func expireCustomStatus(appId: String, userId: String, dueAt: String) async throws -> (reply: StatusReply, publicChange: Bool)? {
+    /// What ``expireCustomStatus(appId:userId:dueAt:)`` came to.
+    enum CustomStatusExpiry: Sendable {
+        /// Nothing to clear: the custom status was changed or cleared since.
+        case nothing
+        /// Its moment (epoch ms) has not come on the Redis clock: the entry was taken early by a node whose clock runs
+        /// ahead.
+        case later(Int64)
+        case cleared(reply: StatusReply, publicChange: Bool)
+    }
+
+    /// SPEC §10.2: clears the user's custom status if it still expires at `dueAt` and that moment has come on the Redis
+    /// clock (`custom_status_expire.lua`, which publishes the change).
+    func expireCustomStatus(appId: String, userId: String, dueAt: String) async throws -> CustomStatusExpiry {
         let user = RedisKeys(appId: appId).user(userId)
         let reply = try await runner.run(
             CustomStatusExpire.self,
             keys: .init(user: user),
             arguments: .init(dueAt: dueAt, appId: appId, userId: userId)
         )
-        guard case .cleared(let publicChange, let status) = reply else { return nil }
-        return (status.owned(by: userId), publicChange)
+        switch reply {
+        case .nothingToClear: return .nothing
+        case .later(let expiresAt): return .later(expiresAt)
+        case .cleared(let publicChange, let status): return .cleared(reply: status.owned(by: userId), publicChange: publicChange)
+        }
     }
 
     /// What a connect did besides the status: the device it replaced and the devices it kicked, by the login policy

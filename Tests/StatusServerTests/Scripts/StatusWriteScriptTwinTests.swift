@@ -63,7 +63,13 @@ import Testing
             Issue.record("expected nothing to clear")
             return
         }
+        guard case .later(1234) = try CustomStatusExpire.Reply(Canned.array([Canned.int(2), Canned.text("1234")])) else {
+            Issue.record("expected a later moment")
+            return
+        }
         expectMalformed("custom_status_expire.lua") { _ = try CustomStatusExpire.Reply(Canned.array([])) }
+        expectMalformed("custom_status_expire.lua") { _ = try CustomStatusExpire.Reply(Canned.array([Canned.int(2)])) }
+        expectMalformed("custom_status_expire.lua") { _ = try CustomStatusExpire.Reply(Canned.array([Canned.int(3)])) }
         expectMalformed("custom_status_expire.lua") { _ = try CustomStatusExpire.Reply(Canned.array([Canned.int(1), Canned.int(1)])) }
         expectMalformed("custom_status_expire.lua") { _ = try CustomStatusExpire.Reply(Canned.array([Canned.int(0), Canned.int(1)])) }
     }
