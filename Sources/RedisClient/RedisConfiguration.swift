@@ -25,6 +25,9 @@ public struct RedisConfiguration: Sendable {
     public var connectTimeout: Duration
     /// The maximum number of commands in flight on one connection (default 100,000); past it calls fail with `.tooManyPending`.
     public var maxPendingPerConnection: Int
+    /// Given to every connection with `CLIENT SETNAME` when set (letters, digits, `-`, `_`, `.`, `:`; no spaces), so
+    /// that `CLIENT LIST` shows whose each connection is, and `CLIENT KILL` can pick one process's connections.
+    public var clientName: String?
 
     /// Creates a configuration with default pool size and timeouts.
     public init(endpoint: Endpoint, password: String? = nil, database: Int = 0) {
@@ -35,6 +38,17 @@ public struct RedisConfiguration: Sendable {
         self.commandTimeout = .seconds(5)
         self.connectTimeout = .seconds(2)
         self.maxPendingPerConnection = 100_000
+        self.clientName = nil
+    }
+
+    /// The commands that prepare a new connection, in order: `AUTH` and `CLIENT SETNAME` when configured, then, for a
+    /// command connection (`selecting`), `SELECT` when the database is not 0 (subscriptions ignore databases).
+    func setupCommands(selecting: Bool) -> [[String]] {
+        var commands: [[String]] = []
+        if let password { commands.append(["AUTH", password]) }
+        if let clientName { commands.append(["CLIENT", "SETNAME", clientName]) }
+        if selecting, database != 0 { commands.append(["SELECT", String(database)]) }
+        return commands
     }
 
     /// Parses `redis://[:password@]host[:port][/db]` and `unix:///path/to.sock` (also `redis+unix:///path`).

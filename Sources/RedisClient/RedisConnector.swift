@@ -2,7 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 
-/// Opens channels to the configured endpoint and prepares command connections (AUTH, SELECT).
+/// Opens channels to the configured endpoint and prepares command connections (AUTH, CLIENT SETNAME, SELECT).
 enum RedisConnector {
     /// Connects on `eventLoop` with TCP_NODELAY (and SO_KEEPALIVE for TCP); `initializer` adds the handlers.
     static func connect(
@@ -22,7 +22,7 @@ enum RedisConnector {
         }
     }
 
-    /// Opens a command connection: connects, adds a ``RedisCommandHandler``, then sends AUTH and SELECT when configured.
+    /// Opens a command connection: connects, adds a ``RedisCommandHandler``, then sends AUTH, CLIENT SETNAME and SELECT when configured.
     /// A failure is reported as `.connectionUnavailable`, and the channel is closed.
     static func connectCommandChannel(
         configuration: RedisConfiguration,
@@ -50,15 +50,9 @@ enum RedisConnector {
         }
     }
 
-    /// Sends AUTH and SELECT, pipelined, and fails if either is refused.
+    /// Sends AUTH, CLIENT SETNAME and SELECT as configured, pipelined, and fails if any is refused.
     private static func prepare(channel: any Channel, configuration: RedisConfiguration) -> EventLoopFuture<Void> {
-        var commands: [[String]] = []
-        if let password = configuration.password {
-            commands.append(["AUTH", password])
-        }
-        if configuration.database != 0 {
-            commands.append(["SELECT", String(configuration.database)])
-        }
+        let commands = configuration.setupCommands(selecting: true)
         guard !commands.isEmpty else {
             return channel.eventLoop.makeSucceededVoidFuture()
         }
@@ -70,7 +64,7 @@ enum RedisConnector {
         channel.writeAndFlush(RedisRequest(bytes: bytes, response: .multiple(count: commands.count, promise)), promise: nil)
         return promise.futureResult.flatMapThrowing { replies in
             for case .error(let message) in replies {
-                throw RedisClientError(kind: .connectionUnavailable, message: "redis refused the connection setup (AUTH/SELECT): \(message)")
+                throw RedisClientError(kind: .connectionUnavailable, message: "redis refused the connection setup (AUTH, CLIENT SETNAME or SELECT): \(message)")
             }
         }.flatMapErrorThrowing { error in
             guard let error = error as? RedisClientError, error.kind == .connectionUnavailable else {

@@ -1,7 +1,7 @@
 import Logging
 import NIOCore
 
-/// The channel handler of a subscription connection: on connect it sends AUTH (when configured) and SUBSCRIBE, then
+/// The channel handler of a subscription connection: on connect it sends its setup (AUTH, CLIENT SETNAME) and SUBSCRIBE, then
 /// turns pushed `message` arrays into ``RedisPubSubEvent``s. Runs entirely on the channel's event loop.
 ///
 /// If the subscription is not confirmed within `setupTimeout`, or Redis answers with an error, the connection is
@@ -14,11 +14,12 @@ final class RedisPubSubHandler: ChannelInboundHandler {
 
     private let decoder = RedisReplyDecoder()
     private let channels: [String]
-    private let password: String?
+    /// Sent before SUBSCRIBE (``RedisConfiguration/setupCommands(selecting:)``).
+    private let setup: [[String]]
     private let setupTimeout: TimeAmount
     private let logger: Logger
     private let onEvent: @Sendable (RedisPubSubEvent) -> Void
-    /// Replies still to come for commands sent before SUBSCRIBE (AUTH).
+    /// Replies still to come for commands sent before SUBSCRIBE.
     private var setupRepliesPending = 0
     private var confirmedChannels = 0
     private var isSubscribed = false
@@ -29,7 +30,7 @@ final class RedisPubSubHandler: ChannelInboundHandler {
 
     init(
         channels: [String],
-        password: String?,
+        setup: [[String]],
         setupTimeout: TimeAmount,
         pingInterval: TimeAmount = .seconds(1),
         logger: Logger,
@@ -37,7 +38,7 @@ final class RedisPubSubHandler: ChannelInboundHandler {
     ) {
         self.pingInterval = pingInterval
         self.channels = channels
-        self.password = password
+        self.setup = setup
         self.setupTimeout = setupTimeout
         self.logger = logger
         self.onEvent = onEvent
@@ -45,10 +46,10 @@ final class RedisPubSubHandler: ChannelInboundHandler {
 
     func channelActive(context: ChannelHandlerContext) {
         var bytes = context.channel.allocator.buffer(capacity: 64)
-        if let password = self.password {
-            RedisCommandEncoder.encode(["AUTH", password], into: &bytes)
-            self.setupRepliesPending = 1
+        for command in self.setup {
+            RedisCommandEncoder.encode(command, into: &bytes)
         }
+        self.setupRepliesPending = self.setup.count
         RedisCommandEncoder.encode(["SUBSCRIBE"] + self.channels, into: &bytes)
         context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
         self.setupTimer = context.eventLoop.assumeIsolated().scheduleTask(in: self.setupTimeout) {

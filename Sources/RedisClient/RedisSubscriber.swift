@@ -102,7 +102,7 @@ public final class RedisSubscriber: Sendable, Service {
         subscribed: LockedValue<Bool>
     ) async throws -> any Channel {
         let channels = self.channels
-        let password = configuration.password
+        let setup = configuration.setupCommands(selecting: false)
         let setupTimeout = TimeAmount(configuration.commandTimeout)
         let logger = self.logger
         let handler = self.handler
@@ -116,7 +116,7 @@ public final class RedisSubscriber: Sendable, Service {
             channel.eventLoop.makeCompletedFuture {
                 let pubSubHandler = RedisPubSubHandler(
                     channels: channels,
-                    password: password,
+                    setup: setup,
                     setupTimeout: setupTimeout,
                     logger: logger,
                     onEvent: onEvent

@@ -106,9 +106,9 @@ import Testing
     }
 
     @Test func changesPublishedWhileTheBusConnectionIsDownStillArrive() async throws {
-        try await expectConvergence(customStatus: "changed") { redis, app, targets in
+        try await expectConvergence(customStatus: "changed") { redis, nodeId, app, targets in
             // The node's bus connection drops; every target changes right after, while it reconnects.
-            _ = try await redis.send("CLIENT", "KILL", "TYPE", "pubsub")
+            #expect(try await BusFault.killBusConnections(of: nodeId, using: redis) > 0)
             for target in targets {
                 _ = try await app.call(.put, "/users/\(target)/status", ["customStatus": "changed"])
             }
@@ -117,7 +117,7 @@ import Testing
 
     @Test func aNodeWhoseBusInboxOverflowsStillConverges() async throws {
         let tinyInbox: (inout ServerConfiguration) -> Void = { $0.busInboxLimit = 4 }
-        try await expectConvergence(customStatus: "flooded", configure: tinyInbox) { redis, app, targets in
+        try await expectConvergence(customStatus: "flooded", configure: tinyInbox) { redis, _, app, targets in
             // A flood of bus messages about another app, pipelined with the real changes.
             let noise = #"{"configChanged":{"appId":"flood-noise"}}"#
             for target in targets {
@@ -127,14 +127,15 @@ import Testing
         }
     }
 
-    /// A device watching 20 users; `fault` runs with a Redis client of its own and changes every target's custom status
-    /// to `customStatus`; within 3 s the device must have heard the new status of every one of them.
+    /// A device watching 20 users; `fault` runs with a Redis client of its own and the node's id, and changes every
+    /// target's custom status to `customStatus`; within 3 s the device must have heard the new status of every one.
     private func expectConvergence(
         customStatus: String,
         configure: @escaping (inout ServerConfiguration) -> Void = { _ in },
-        fault: @escaping @Sendable (RedisClient, APIClient, [String]) async throws -> Void
+        fault: @escaping @Sendable (RedisClient, String, APIClient, [String]) async throws -> Void
     ) async throws {
-        try await withStatusd(.live, configure: configure) { api in
+        let nodeId = BusFault.nodeId("converge")
+        try await withStatusd(.live, configure: { configure(&$0); $0.nodeId = nodeId }) { api in
             let app = try await api.createApp(config: premiumConfig)
             let targets = (0..<20).map { "t\($0)" }
             try await app.createUsers(["watcher"] + targets)
@@ -143,7 +144,7 @@ import Testing
                 let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fault"))
                 try await withThrowingDiscardingTaskGroup { group in
                     group.addTask { try await redis.run() }
-                    try await fault(redis, app, targets)
+                    try await fault(redis, nodeId, app, targets)
                     group.cancelAll()
                 }
                 var converged: Set<String> = []

@@ -79,9 +79,13 @@ final class ShardLink: @unchecked Sendable {
         self.failWaiters(RedisClientError(kind: .connectionClosed, message: "the subscriber was closed"))
     }
 
-    private func write(_ commands: [ShardLinkState.Command]) {
-        guard let channel = self.channel, !commands.isEmpty else { return }
-        var bytes = channel.allocator.buffer(capacity: 64 * commands.count)
+    /// Writes `commands`, after `setup` (the connection's own setup, on a new connection), in one flush.
+    private func write(_ commands: [ShardLinkState.Command], after setup: [[String]] = []) {
+        guard let channel = self.channel, !commands.isEmpty || !setup.isEmpty else { return }
+        var bytes = channel.allocator.buffer(capacity: 64 * (setup.count + commands.count))
+        for command in setup {
+            RedisCommandEncoder.encode(command, into: &bytes)
+        }
         for command in commands {
             RedisCommandEncoder.encode(command.arguments, into: &bytes)
         }
@@ -91,10 +95,10 @@ final class ShardLink: @unchecked Sendable {
     private func connectIfNeeded() {
         guard !self.closed, !self.connecting, self.channel == nil, !self.state.wanted.isEmpty else { return }
         self.connecting = true
-        let password = self.configuration.password
+        let setup = self.configuration.setupCommands(selecting: false)
         RedisConnector.connect(configuration: self.configuration, eventLoop: self.eventLoop) { channel in
             channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(ShardPubSubHandler(link: self, password: password))
+                try channel.pipeline.syncOperations.addHandler(ShardPubSubHandler(link: self, setupReplies: setup.count))
             }
         }.hop(to: self.eventLoop).assumeIsolated().whenComplete { result in
             self.connecting = false
@@ -106,7 +110,9 @@ final class ShardLink: @unchecked Sendable {
                 }
                 self.backoff.reset()
                 self.channel = channel
-                self.write(self.state.connectionEstablished())
+                // The setup goes first, in the same write: the connect's promise is fulfilled before the channel
+                // is active, so nothing written from the handler's channelActive could come before this.
+                self.write(self.state.connectionEstablished(), after: setup)
                 self.schedulePing()
                 channel.closeFuture.hop(to: self.eventLoop).assumeIsolated().whenComplete { _ in self.connectionClosed(channel) }
             case .failure(let error):
@@ -201,39 +207,29 @@ enum ShardLinkReport: Sendable {
     case unreachable
 }
 
-/// The channel handler of a ``ShardLink``'s connection: sends AUTH when configured, decodes replies and pushes, and
-/// hands each to the link.
+/// The channel handler of a ``ShardLink``'s connection: decodes replies and pushes, skips the replies to the
+/// connection's setup (AUTH, CLIENT SETNAME, which the link writes first), and hands the rest to the link.
 final class ShardPubSubHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     private let decoder = RedisReplyDecoder()
     private let link: ShardLink
-    private let password: String?
-    private var authPending = false
+    /// Replies to the setup still to come.
+    private var setupPending: Int
 
-    init(link: ShardLink, password: String?) {
+    init(link: ShardLink, setupReplies: Int) {
         self.link = link
-        self.password = password
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        if let password = self.password {
-            var bytes = context.channel.allocator.buffer(capacity: 32)
-            RedisCommandEncoder.encode(["AUTH", password], into: &bytes)
-            context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
-            self.authPending = true
-        }
-        context.fireChannelActive()
+        self.setupPending = setupReplies
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         self.decoder.feed(self.unwrapInboundIn(data))
         do {
             while context.channel.isActive, let value = try self.decoder.next() {
-                if self.authPending {
-                    // The reply to AUTH: a refusal closes the connection (the link retries with backoff).
-                    self.authPending = false
+                if self.setupPending > 0 {
+                    // A reply to the setup: a refusal closes the connection (the link retries with backoff).
+                    self.setupPending -= 1
                     if case .error = value {
                         context.close(promise: nil)
                         return

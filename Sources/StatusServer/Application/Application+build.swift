@@ -8,7 +8,7 @@ import StatusCore
 /// Builds a statusd node: the HTTP and WebSocket router and the node's services, wired by ``NodeWiring``, with the
 /// Redis client running as a service that starts before the server and stops after it. Tests call this too.
 public func buildApplication(configuration: ServerConfiguration, logger: Logger) throws -> some ApplicationProtocol {
-    let redis = RedisClient(configuration: configuration.redis, logger: logger)
+    let redis = RedisClient(configuration: configuration.nodeRedis, logger: logger)
     let wiring = try NodeWiring(configuration: configuration, redis: redis, logger: logger)
     let index = FanoutIndex()
     let activity = AppActivity()

@@ -24,7 +24,7 @@ struct NodeWiring: Sendable {
     init(configuration: ServerConfiguration, redis: RedisClient, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        let storage = try StorageLayer(redis: redis, configuration: configuration.redis, clock: configuration.clock)
+        let storage = try StorageLayer(redis: redis, configuration: configuration.nodeRedis, clock: configuration.clock)
         self.storage = storage
         auth = Authenticator(adminKey: configuration.adminKey, apps: storage.apps)
         let bus = EventBus(publisher: storage.busPublisher, logger: logger)

@@ -64,4 +64,16 @@ public struct ServerConfiguration: Sendable {
         self.busInboxLimit = busInboxLimit
         self.clock = clock
     }
+
+    /// ``redis`` as this node uses it: its connections named `statusd-<nodeId>` (`CLIENT SETNAME`, characters other than
+    /// letters, digits, `-`, `_` and `.` as `_`) unless a name was configured, so that `CLIENT LIST` tells the nodes'
+    /// connections apart and one node's can be killed alone (`CLIENT KILL` by id, as the fault tests do).
+    var nodeRedis: RedisConfiguration {
+        var redis = self.redis
+        if redis.clientName == nil {
+            let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+            redis.clientName = "statusd-" + String(nodeId.map { allowed.contains($0) ? $0 : "_" })
+        }
+        return redis
+    }
 }

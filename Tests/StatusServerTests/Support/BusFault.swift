@@ -1,0 +1,26 @@
+import Foundation
+import RedisClient
+
+/// The fault the bus tests inject for real: a node's pub/sub connections killed with `CLIENT KILL`. A node names its
+/// connections `statusd-<nodeId>` (``ServerConfiguration/nodeRedis``), so only the chosen node's are killed: the nodes
+/// of other tests, running at the same time against the same Redis, keep their feeds.
+enum BusFault {
+    /// A fresh node id, to give the node whose connections a test kills (`configure: { $0.nodeId = id }`).
+    static func nodeId(_ prefix: String) -> String {
+        "\(prefix)-" + UUID().uuidString.prefix(8).lowercased()
+    }
+
+    /// Kills the pub/sub connections of the node `nodeId` on the server `redis` talks to; returns how many it killed.
+    @discardableResult
+    static func killBusConnections(of nodeId: String, using redis: RedisClient) async throws -> Int {
+        let name = "name=statusd-\(nodeId)"
+        let list = try await redis.send("CLIENT", "LIST", "TYPE", "pubsub").string ?? ""
+        var killed = 0
+        for line in list.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.contains(Substring(name)), let id = fields.first(where: { $0.hasPrefix("id=") })?.dropFirst(3) else { continue }
+            if try await redis.send("CLIENT", "KILL", "ID", String(id)).int == 1 { killed += 1 }
+        }
+        return killed
+    }
+}
