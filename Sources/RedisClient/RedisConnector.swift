@@ -64,7 +64,10 @@ enum RedisConnector {
         channel.writeAndFlush(RedisRequest(bytes: bytes, response: .multiple(count: commands.count, promise)), promise: nil)
         return promise.futureResult.flatMapThrowing { replies in
             for case .error(let message) in replies {
-                throw RedisClientError(kind: .connectionUnavailable, message: "redis refused the connection setup (AUTH, CLIENT SETNAME or SELECT): \(message)")
+                throw RedisClientError(
+                    kind: .connectionUnavailable,
+                    message: "redis refused the connection setup (AUTH, CLIENT SETNAME or SELECT): \(message)"
+                )
             }
         }.flatMapErrorThrowing { error in
             guard let error = error as? RedisClientError, error.kind == .connectionUnavailable else {

@@ -33,7 +33,7 @@ import Testing
     /// resubscription takes a backoff of 50 ms and more: 3 s in all).
     private func removedDuringAGap(expecting reason: String, remove: @escaping @Sendable (APIClient) async throws -> Void) async throws {
         let nodeId = BusFault.nodeId("gap")
-        try await withStatusd(.live, configure: { $0.nodeId = nodeId }) { api in
+        try await withStatusd(.live, configure: BusFault.naming(nodeId)) { api in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
             let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fault"))

@@ -135,7 +135,11 @@ import Testing
         fault: @escaping @Sendable (RedisClient, String, APIClient, [String]) async throws -> Void
     ) async throws {
         let nodeId = BusFault.nodeId("converge")
-        try await withStatusd(.live, configure: { configure(&$0); $0.nodeId = nodeId }) { api in
+        let named: (inout ServerConfiguration) -> Void = { configuration in
+            configure(&configuration)
+            configuration.nodeId = nodeId
+        }
+        try await withStatusd(.live, configure: named) { api in
             let app = try await api.createApp(config: premiumConfig)
             let targets = (0..<20).map { "t\($0)" }
             try await app.createUsers(["watcher"] + targets)

@@ -48,7 +48,7 @@ import Testing
     /// nobody listens, and the gap repair delivers it.
     @Test func aChangeWhileTheBusIsDownAfterASubscribeIsHeard() async throws {
         let nodeId = BusFault.nodeId("gap")
-        try await withStatusd(.live, configure: { $0.nodeId = nodeId }) { api in
+        try await withStatusd(.live, configure: BusFault.naming(nodeId)) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["watcher", "target"])
             let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fault"))

@@ -1,13 +1,20 @@
 import Foundation
 import RedisClient
 
+@testable import StatusServer
+
 /// The fault the bus tests inject for real: a node's pub/sub connections killed with `CLIENT KILL`. A node names its
 /// connections `statusd-<nodeId>` (``ServerConfiguration/nodeRedis``), so only the chosen node's are killed: the nodes
 /// of other tests, running at the same time against the same Redis, keep their feeds.
 enum BusFault {
-    /// A fresh node id, to give the node whose connections a test kills (`configure: { $0.nodeId = id }`).
+    /// A fresh node id, to give the node whose connections a test kills (``naming(_:)``).
     static func nodeId(_ prefix: String) -> String {
         "\(prefix)-" + UUID().uuidString.prefix(8).lowercased()
+    }
+
+    /// Gives a node the id `nodeId` (`withStatusd(configure: BusFault.naming(id))`).
+    static func naming(_ nodeId: String) -> (inout ServerConfiguration) -> Void {
+        { $0.nodeId = nodeId }
     }
 
     /// Kills the pub/sub connections of the node `nodeId` on the server `redis` talks to; returns how many it killed.
