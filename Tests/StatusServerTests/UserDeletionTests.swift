@@ -122,3 +122,21 @@ import Testing
         await redis.close()
     }
 }
+
+extension UserDeletionTests {
+    /// A deleted user's sockets hear why they close: `{"event": "kicked", "reason": "deleted"}`, the same reason a node
+    /// that missed the deletion during a bus gap gives them (GapRepairTests); the webhook hears a kick (SPEC §8).
+    @Test func aDeletedUsersDevicesAreToldTheyWereDeleted() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            try await app.withDevice(port: api.client.port!, userId: "alice", DeviceOptions(deviceId: "a1")) { device, _ in
+                _ = expectOK(try await app.call(.delete, "/users/alice"), 204)
+                let kicked = try await device.next(timeout: .seconds(3)) { $0["event"].string == "kicked" }
+                #expect(kicked["reason"].string == "deleted")
+                try await device.waitClosed(timeout: .seconds(2))
+            }
+            expectError(try await app.call(.get, "/users/alice"), 404, "USER_NOT_FOUND")
+        }
+    }
+}

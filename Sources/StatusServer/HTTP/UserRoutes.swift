@@ -39,7 +39,10 @@ struct UserRoutes: Sendable {
             let (app, userId) = try await auth.user(request, context)
             try await RequestBody.requireNone(request)
             try await users.requireExists(appId: app.appId, userId: userId)
-            try await presence.remove(app: app, userId: userId, deviceIds: [], because: .kicked)
+            // The profile goes first: a node auditing the user's devices meanwhile (after a bus gap) finds the user
+            // gone, and closes them as deleted, as the devices removed next are told.
+            try await users.deleteProfile(appId: app.appId, userId: userId)
+            try await presence.remove(app: app, userId: userId, deviceIds: [], because: .deleted)
             let related = try await users.delete(appId: app.appId, userId: userId)
             await bus.publish(.relationsChanged(appId: app.appId, userIds: Array(related)))
             await bus.publish(.deleted(appId: app.appId, userId: userId))

@@ -20,13 +20,25 @@ struct PresenceOperations: Sendable {
     enum Departure: Sendable {
         case logout
         case kicked
+        /// Every device of a user being deleted: a kick to the webhook (SPEC §8 has no other reason), `deleted` to
+        /// the device, the same reason a node that missed it finds afterwards (``DeviceRecordAudit``).
+        case deleted
         case disconnect
         case timeout
 
         var leavingAs: StatusType {
             switch self {
-            case .logout, .kicked: .unlogined
+            case .logout, .kicked, .deleted: .unlogined
             case .disconnect, .timeout: .offline
+            }
+        }
+
+        /// The `reason` of the `kicked` event a device closed by another than itself receives.
+        var closeReason: String {
+            switch self {
+            case .kicked: "kicked"
+            case .deleted: "deleted"
+            case .logout, .disconnect, .timeout: "logout"
             }
         }
 
@@ -34,7 +46,7 @@ struct PresenceOperations: Sendable {
         var webhook: (action: String, reason: String) {
             switch self {
             case .logout: ("logout", "unregister")
-            case .kicked: ("logout", "kicked")
+            case .kicked, .deleted: ("logout", "kicked")
             case .disconnect: ("disconnect", "linkClose")
             case .timeout: ("disconnect", "timeout")
             }
@@ -192,9 +204,8 @@ struct PresenceOperations: Sendable {
         }
         let sockets = result.removed.filter { $0.record.kind == .webSocket && $0.record.connection != connection }
         if !sockets.isEmpty {
-            let reason = departure == .kicked ? "kicked" : "logout"
             let devices = sockets.map { ClosedDevice(deviceId: $0.deviceId, connection: $0.record.connection) }
-            await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: devices, reason: reason))
+            await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: devices, reason: departure.closeReason))
         }
         await recordChange(app: app, userId: userId, change: result.change, reply: result.reply, clearedCustomStatus: result.clearedCustomStatus)
         for device in result.removed {

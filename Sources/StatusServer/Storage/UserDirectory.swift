@@ -85,6 +85,12 @@ struct UserDirectory: Sendable {
         return result
     }
 
+    /// Deletes the user's profile alone, the first step of a deletion: from then on the user does not exist (SPEC §7
+    /// `USER_NOT_FOUND`), while their devices and relationships are removed by the next steps.
+    func deleteProfile(appId: String, userId: String) async throws {
+        _ = try await redis.send("DEL", RedisKeys(appId: appId).user(userId).profile)
+    }
+
     /// Deletes the user's keys, removes them from the others' relationship sets, removes every other user's
     /// subscription to them (found through the reverse index ``UserKeys/subscribers``, SPEC §7), and removes them from
     /// the app's indexes. Returns the user's friends, the users on either side of a block and their subscribers, whose
