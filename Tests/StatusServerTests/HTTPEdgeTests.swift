@@ -11,8 +11,9 @@ import Testing
 @Suite struct HTTPEdgeTests {
     static let limit = Duration.milliseconds(800)
 
-    private func withServer(_ body: @Sendable (APIClient, Int) async throws -> Void) async throws {
-        let configure: (inout ServerConfiguration) -> Void = { $0.requestTimeout = Self.limit }
+    /// A node whose requests must arrive whole within `limit` (``limit`` unless a test is about bytes, not time).
+    private func withServer(limit: Duration = Self.limit, _ body: @Sendable (APIClient, Int) async throws -> Void) async throws {
+        let configure: (inout ServerConfiguration) -> Void = { $0.requestTimeout = limit }
         try await withStatusd(.live, configure: configure) { api in
             try await body(api, api.client.port!)
         }
@@ -129,7 +130,8 @@ import Testing
     }
 
     @Test func aHugeChunkExtensionIsNotReadWhole() async throws {
-        try await withServer { api, port in
+        // SPEC §7's 10 s: the bound here is on bytes, and sending megabytes to a busy node may take longer than 800 ms.
+        try await withServer(limit: .seconds(10)) { api, port in
             let connection = try RawConnection(port: port)
             connection.send(
                 "POST /v1/apps HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(api.adminKey)\r\nTransfer-Encoding: chunked\r\n\r\n1;ext="
@@ -148,7 +150,8 @@ import Testing
     }
 
     @Test func aHugeHeadIsNotReadWhole() async throws {
-        try await withServer { _, port in
+        // SPEC §7's 10 s: the bound here is on bytes, and sending megabytes to a busy node may take longer than 800 ms.
+        try await withServer(limit: .seconds(10)) { _, port in
             for start in ["GET /", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: "] {
                 let connection = try RawConnection(port: port)
                 connection.send(start)
