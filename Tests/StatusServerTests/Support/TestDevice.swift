@@ -77,6 +77,19 @@ final class TestDevice: Sendable {
         }
     }
 
+    /// The status events about `userId` received so far (removing them), once one at `version` or later has arrived
+    /// (within `timeout`); at once when `version` is not above `heard`, the highest version already taken. A watcher
+    /// waits by version this way instead of for a time window, so a busy machine delays its events without moving them.
+    func statusEvents(of userId: String, reaching version: Int64, after heard: Int64, timeout: Duration = .seconds(5)) async throws -> [JSONValue] {
+        if version > heard {
+            try await waitFor(timeout: timeout) { frame in
+                frame["event"].string == "onUserStatusChanged" && frame["statuses"][0]["userId"].string == userId
+                    && (frame["statuses"][0]["version"].int ?? 0) >= version
+            }
+        }
+        return try await statusEvents(of: userId, settle: .zero)
+    }
+
     /// Every text frame received so far, as sent (the welcome included), in arrival order.
     var rawFrames: [String] { texts.withLock { $0 } }
 
