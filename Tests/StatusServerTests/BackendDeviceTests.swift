@@ -164,21 +164,25 @@ import Testing
         }
     }
 
+    /// Heartbeats are stamped and swept on the node's own clock: the test moves it past the timeout instead of waiting.
     @Test func silentDeviceGoesOfflineAfterTheHeartbeatTimeout() async throws {
-        try await withStatusd { api in
+        let clock = ManualNodeClock()
+        try await withStatusd(configure: clock.install) { api in
             let app = try await api.createApp(config: ["heartbeatTimeoutSeconds": 5])
             try await app.createUsers(["alice", "bob"])
             #expect(try await app.login("alice", "d1").status == 200)
             #expect(try await app.setStatus("alice", "here").status == 200)
             #expect(try await app.login("bob", "d1").status == 200)
-            // bob keeps heartbeating, alice stays silent.
-            let deadline = ContinuousClock.now + .seconds(12)
+            // bob heartbeats short of the timeout; alice stays silent.
+            try await clock.step(by: .milliseconds(4500))
+            #expect(try await app.call(.post, "/users/bob/devices/d1/heartbeat").status == 200)
+            #expect(try await app.backendStatus("alice")["statusType"].string == "online", "offline before the timeout")
+            // Past it, a sweep (once a second of the node's time) files her offline; bob heartbeats every second.
             var alice = try await app.backendStatus("alice")
-            while ContinuousClock.now < deadline {
-                #expect(try await app.call(.post, "/users/bob/devices/d1/heartbeat").status == 200)
+            for step in 1...40 where alice["statusType"].string == "online" {
+                try await clock.step(by: .milliseconds(250))
+                if step % 4 == 0 { #expect(try await app.call(.post, "/users/bob/devices/d1/heartbeat").status == 200) }
                 alice = try await app.backendStatus("alice")
-                if alice["statusType"].string != "online" { break }
-                try await Task.sleep(for: .seconds(1))
             }
             #expect(alice["statusType"].string == "offline")
             #expect(!alice.has("customStatus"))
