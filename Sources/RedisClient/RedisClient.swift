@@ -72,6 +72,20 @@ public final class RedisClient: Sendable, Service {
         try await self.send(arguments)
     }
 
+    /// Sends one command to the one server at `endpoint` (one of ``masterEndpoints()``), not where its route would take
+    /// it: for what concerns that server alone, such as `CLIENT LIST` and `CLIENT KILL` of the connections it holds.
+    /// Redirections are not followed; an error reply is thrown as `.server`.
+    public func send(_ arguments: [String], to endpoint: RedisConfiguration.Endpoint) async throws -> RedisValue {
+        guard !arguments.isEmpty else {
+            throw RedisClientError(kind: .protocolError, message: "a command needs at least one argument")
+        }
+        let value = try await self.pool(at: endpoint).send(Self.encode([arguments]))
+        if case .error(let message) = value {
+            throw RedisClientError(kind: .server, message: message)
+        }
+        return value
+    }
+
     /// Sends all commands in one flush per server (one connection each); error replies come back as `.error` values,
     /// not thrown. On a cluster the commands are grouped by master, the groups sent at once, and the replies put back
     /// in order; commands of one slot keep their order.

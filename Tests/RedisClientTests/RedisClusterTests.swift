@@ -34,8 +34,13 @@ struct RedisClusterTests {
                     return
                 }
                 #expect(message.hasPrefix("ERR"))
-                // Keyless commands go to any master; SCAN sees the keys of all of them.
+                // Keyless commands go to any master, or to the one named; SCAN sees the keys of all of them.
                 #expect(try await client.send("PING") == .simpleString("PONG"))
+                for endpoint in try await client.masterEndpoints() {
+                    guard case .tcp(_, let port) = endpoint else { continue }
+                    let info = try await client.send(["INFO", "server"], to: endpoint).string ?? ""
+                    #expect(info.contains("tcp_port:\(port)\r\n"), "INFO of \(port)")
+                }
                 var scanned = Set<String>()
                 try await client.scanKeys(matching: "test:{k*") { scanned.formUnion($0) }
                 #expect(scanned == Set(Self.keys))

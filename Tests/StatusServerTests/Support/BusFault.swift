@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import RedisClient
 
 @testable import StatusServer
@@ -25,26 +24,12 @@ enum BusFault {
         let name = "name=statusd-\(nodeId)"
         var killed = 0
         for endpoint in try await redis.masterEndpoints() {
-            let master = RedisClient(configuration: redis.configuration(for: endpoint), logger: Logger(label: "bus-fault"))
-            do {
-                killed += try await kill(name, on: master)
-            } catch {
-                await master.close()
-                throw error
+            let list = try await redis.send(["CLIENT", "LIST", "TYPE", "pubsub"], to: endpoint).string ?? ""
+            for line in list.split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                guard fields.contains(Substring(name)), let id = fields.first(where: { $0.hasPrefix("id=") })?.dropFirst(3) else { continue }
+                if try await redis.send(["CLIENT", "KILL", "ID", String(id)], to: endpoint).int == 1 { killed += 1 }
             }
-            await master.close()
-        }
-        return killed
-    }
-
-    /// Kills the pub/sub connections named by `name` (`name=<client name>`) on the one server `master` talks to.
-    private static func kill(_ name: String, on master: RedisClient) async throws -> Int {
-        var killed = 0
-        let list = try await master.send("CLIENT", "LIST", "TYPE", "pubsub").string ?? ""
-        for line in list.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            guard fields.contains(Substring(name)), let id = fields.first(where: { $0.hasPrefix("id=") })?.dropFirst(3) else { continue }
-            if try await master.send("CLIENT", "KILL", "ID", String(id)).int == 1 { killed += 1 }
         }
         return killed
     }

@@ -61,20 +61,26 @@ final class ManualNodeClock: NodeClock {
         }
     }
 
-    /// Moves the clock forward by `duration` and wakes the sleepers whose deadline has come.
-    /// Advances the clock by `duration` a housekeeping half-tick (250 ms) at a time, letting the node's loops run
-    /// between two steps (a loop that sleeps on this clock wakes once per advance past its deadline); stops early once
-    /// `until` holds.
+    /// Advances the clock by `duration` a housekeeping half-tick (250 ms) at a time; stops early once `until` holds.
+    /// After each advance it waits (in real time, at most 2 s) until as many tasks sleep on the clock as before it: the
+    /// node's loops it woke have done that moment's work and gone back to sleep. A busy machine then slows the steps
+    /// down instead of letting the clock run ahead of the loops (a loop busy during an advance would miss it, and fall
+    /// behind the node's time for good).
     func step(by duration: Duration, until done: () -> Bool = { false }) async throws {
         var left = duration
         while left > .zero, !done() {
             let step = min(left, .milliseconds(250))
+            let asleep = sleepers
             advance(by: step)
             left -= step
-            try await Task.sleep(for: .milliseconds(20))
+            let deadline = ContinuousClock.now + .seconds(2)
+            repeat {
+                try await Task.sleep(for: .milliseconds(5))
+            } while sleepers < asleep && ContinuousClock.now < deadline
         }
     }
 
+    /// Moves the clock forward by `duration` and wakes the sleepers whose deadline has come.
     func advance(by duration: Duration) {
         let due = state.withLock { state in
             state.elapsed += duration
