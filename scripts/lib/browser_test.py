@@ -490,7 +490,9 @@ class AppPage(http.server.BaseHTTPRequestHandler):
 
 def app_page_flow(driver, api_key):
     """An app's own page, on another origin, loads the client from statusd and receives another user's change."""
-    server = http.server.HTTPServer(("127.0.0.1", 0), AppPage)
+    # Threaded: a connection Chromium opens ahead and never uses must not hold up shutdown() (a one-thread server
+    # serves it until it times out).
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), AppPage)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     origin = f"http://127.0.0.1:{server.server_address[1]}"
     try:
