@@ -25,8 +25,8 @@ public struct RedisConfiguration: Sendable {
     public var connectTimeout: Duration
     /// The maximum number of commands in flight on one connection (default 100,000); past it calls fail with `.tooManyPending`.
     public var maxPendingPerConnection: Int
-    /// Given to every connection with `CLIENT SETNAME` when set (letters, digits, `-`, `_`, `.`, `:`; no spaces), so
-    /// that `CLIENT LIST` shows whose each connection is, and `CLIENT KILL` can pick one process's connections.
+    /// Given to every connection with `CLIENT SETNAME` when set (no spaces or newlines: Redis refuses them), so that
+    /// `CLIENT LIST` shows whose each connection is, and `CLIENT KILL` can pick one process's connections.
     public var clientName: String?
 
     /// Creates a configuration with default pool size and timeouts.

@@ -22,7 +22,8 @@ enum RedisConnector {
         }
     }
 
-    /// Opens a command connection: connects, adds a ``RedisCommandHandler``, then sends AUTH, CLIENT SETNAME and SELECT when configured.
+    /// Opens a command connection: connects, adds a ``RedisCommandHandler``, then sends AUTH, CLIENT SETNAME and SELECT
+    /// when configured.
     /// A failure is reported as `.connectionUnavailable`, and the channel is closed.
     static func connectCommandChannel(
         configuration: RedisConfiguration,

@@ -1,8 +1,8 @@
 import Logging
 import NIOCore
 
-/// The channel handler of a subscription connection: on connect it sends its setup (AUTH, CLIENT SETNAME) and SUBSCRIBE, then
-/// turns pushed `message` arrays into ``RedisPubSubEvent``s. Runs entirely on the channel's event loop.
+/// The channel handler of a subscription connection: on connect it sends its setup (AUTH, CLIENT SETNAME) and
+/// SUBSCRIBE, then turns pushed `message` arrays into ``RedisPubSubEvent``s. Runs entirely on the channel's event loop.
 ///
 /// If the subscription is not confirmed within `setupTimeout`, or Redis answers with an error, the connection is
 /// closed; ``RedisSubscriber`` then reconnects. Once subscribed it sends `PING` every `pingInterval`; a ping still
