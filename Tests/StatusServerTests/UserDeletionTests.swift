@@ -139,4 +139,24 @@ extension UserDeletionTests {
             expectError(try await app.call(.get, "/users/alice"), 404, "USER_NOT_FOUND")
         }
     }
+
+    /// A deletion that stopped after its first step (the profile gone, Redis failing the request midway) is finished
+    /// by the next DELETE, 204; only then is the user not found.
+    @Test func aDeletionStoppedAfterTheProfileIsFinishedByTheNextDelete() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "user-deletion-test"))
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            expectOK(try await app.login("alice", "phone"))
+            expectOK(try await app.subscribe("bob", ["alice"]))
+            _ = try await redis.send("DEL", RedisKeys(appId: app.appId).user("alice").profile)
+            #expect(try await app.call(.delete, "/users/alice").status == 204)
+            let user = RedisKeys(appId: app.appId).user("alice")
+            #expect(try await redis.send(["EXISTS"] + user.all).int == 0)
+            #expect(try await app.subscriptions("bob").isEmpty)
+            expectError(try await app.call(.delete, "/users/alice"), 404, "USER_NOT_FOUND")
+            expectError(try await app.call(.delete, "/users/nobody"), 404, "USER_NOT_FOUND")
+        }
+        await redis.close()
+    }
 }

@@ -38,7 +38,7 @@ struct UserRoutes: Sendable {
         routes.delete(":userId") { request, context in
             let (app, userId) = try await auth.user(request, context)
             try await RequestBody.requireNone(request)
-            try await users.requireExists(appId: app.appId, userId: userId)
+            try await users.requireDeletable(appId: app.appId, userId: userId)
             // The profile goes first: a node auditing the user's devices meanwhile (after a bus gap) finds the user
             // gone, and closes them as deleted, as the devices removed next are told.
             try await users.deleteProfile(appId: app.appId, userId: userId)
