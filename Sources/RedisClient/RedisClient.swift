@@ -60,11 +60,7 @@ public final class RedisClient: Sendable, Service {
 
     /// Sends one command; an error reply is thrown as `.server`.
     public func send(_ arguments: [String]) async throws -> RedisValue {
-        let value = try await self.sendReturningErrors(arguments)
-        if case .error(let message) = value {
-            throw RedisClientError(kind: .server, message: message)
-        }
-        return value
+        try Self.serverErrorThrown(await self.sendReturningErrors(arguments))
     }
 
     /// Sends one command; an error reply is thrown as `.server`.
@@ -76,10 +72,11 @@ public final class RedisClient: Sendable, Service {
     /// it: for what concerns that server alone, such as `CLIENT LIST` and `CLIENT KILL` of the connections it holds.
     /// Redirections are not followed; an error reply is thrown as `.server`.
     public func send(_ arguments: [String], to endpoint: RedisConfiguration.Endpoint) async throws -> RedisValue {
-        guard !arguments.isEmpty else {
-            throw RedisClientError(kind: .protocolError, message: "a command needs at least one argument")
-        }
-        let value = try await self.pool(at: endpoint).send(Self.encode([arguments]))
+        try Self.serverErrorThrown(await self.sendReturningErrors(arguments, to: endpoint))
+    }
+
+    /// `value`, unless it is an error reply, which is thrown as `.server`.
+    private static func serverErrorThrown(_ value: RedisValue) throws -> RedisValue {
         if case .error(let message) = value {
             throw RedisClientError(kind: .server, message: message)
         }
@@ -247,12 +244,16 @@ public final class RedisClient: Sendable, Service {
         return "127.0.0.1"
     }
 
-    private func sendReturningErrors(_ arguments: [String]) async throws -> RedisValue {
+    /// Sends one command where its route takes it, or to `endpoint` alone; error replies come back as values.
+    private func sendReturningErrors(_ arguments: [String], to endpoint: RedisConfiguration.Endpoint? = nil) async throws -> RedisValue {
         guard !arguments.isEmpty else {
             throw RedisClientError(kind: .protocolError, message: "a command needs at least one argument")
         }
         RedisCommandRoute.assertOneSlot(arguments)
         let bytes = Self.encode([arguments])
+        if let endpoint {
+            return try await self.pool(at: endpoint).send(bytes)
+        }
         guard try await self.isCluster() else {
             return try await self.seed.send(bytes)
         }

@@ -28,7 +28,7 @@ struct ExpirySweeper: Sendable {
             switch try await statuses.expireCustomStatus(appId: app.appId, userId: userId, dueAt: dueAt) {
             case .nothing: return .done
             case .later(let expiresAt): return .later(expiresAt)
-            case .cleared(let reply, _): result = reply
+            case .cleared(let reply): result = reply
             }
             cleared += 1
             await webhooks.enqueueCustomStatusChange(

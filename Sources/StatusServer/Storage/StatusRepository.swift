@@ -185,7 +185,8 @@ struct StatusRepository: Sendable {
         /// Its moment (epoch ms) has not come on the Redis clock: the entry was taken early by a node whose clock runs
         /// ahead.
         case later(Int64)
-        case cleared(reply: StatusReply, publicChange: Bool)
+        /// Cleared: the user's status after.
+        case cleared(StatusReply)
     }
 
     /// SPEC §10.2: clears the user's custom status if it still expires at `dueAt` and that moment has come on the Redis
@@ -200,7 +201,7 @@ struct StatusRepository: Sendable {
         switch reply {
         case .nothingToClear: return .nothing
         case .later(let expiresAt): return .later(expiresAt)
-        case .cleared(let publicChange, let status): return .cleared(reply: status.owned(by: userId), publicChange: publicChange)
+        case .cleared(_, let status): return .cleared(status.owned(by: userId))
         }
     }
 

@@ -87,13 +87,10 @@ struct UserDirectory: Sendable {
 
     /// Throws `USER_NOT_FOUND` unless the user exists, or a deletion of theirs stopped after its first step (the
     /// profile gone, other keys of theirs left: Redis failed the request midway), which the next DELETE then finishes.
-    /// One round trip (the user's keys share a hash slot).
+    /// One `EXISTS` of every key of the user, the profile among them (the user's keys share a hash slot).
     func requireDeletable(appId: String, userId: String) async throws {
-        let user = RedisKeys(appId: appId).user(userId)
-        let replies = try await redis.pipeline([["EXISTS", user.profile], ["EXISTS"] + user.all])
-        guard replies.count == 2, replies[0].int == 1 || (replies[1].int ?? 0) > 0 else {
-            throw StatusError(.userNotFound, "user \(userId) not found")
-        }
+        let left = try await redis.send(["EXISTS"] + RedisKeys(appId: appId).user(userId).all)
+        guard (left.int ?? 0) > 0 else { throw StatusError(.userNotFound, "user \(userId) not found") }
     }
 
     /// Deletes the user's profile alone, the first step of a deletion: from then on the user does not exist (SPEC §7
