@@ -33,9 +33,11 @@ public final class RedisClient: Sendable, Service {
 
     /// How many redirections one command may follow before it fails.
     static let maxRedirections = 5
-    /// How many times a command refused with `TRYAGAIN` (its keys are split between two masters for the moment of a
-    /// migration) is sent again, 10 ms more apart each time up to 100 ms: about 1 s in all.
-    static let maxTryAgains = 15
+    /// A command refused with `TRYAGAIN` (its keys are split between two masters for the moment of a migration) is
+    /// sent again, 10 ms more apart each time up to 100 ms, for as long as the command timeout from its first send: a
+    /// slot in motion is no outage, and a script call's deadline (which its caller computes from the same timeout)
+    /// would refuse it later anyway.
+    static let tryAgainBackoffStep = Duration.milliseconds(10)
     /// The least time between two reads of the slot map.
     static let refreshInterval = TimeAmount.milliseconds(200)
 
@@ -268,6 +270,7 @@ public final class RedisClient: Sendable, Service {
         var asking = false
         var redirections = 0
         var tryAgains = 0
+        let started = ContinuousClock.now
         while redirections < Self.maxRedirections {
             let reply: RedisValue
             do {
@@ -297,10 +300,11 @@ public final class RedisClient: Sendable, Service {
                 redirections += 1
             case .tryAgain:
                 tryAgains += 1
-                guard tryAgains <= Self.maxTryAgains else {
+                let pause = min(Self.tryAgainBackoffStep * tryAgains, .milliseconds(100))
+                guard ContinuousClock.now + pause - started < self.configuration.commandTimeout else {
                     throw RedisClientError(kind: .connectionUnavailable, message: "\(command[0]): the cluster kept answering TRYAGAIN")
                 }
-                try await Task.sleep(for: .milliseconds(min(10 * tryAgains, 100)))
+                try await Task.sleep(for: pause)
             case .clusterDown:
                 await self.refreshTopologyThrottled()
                 throw RedisClientError(kind: .connectionUnavailable, message: message)

@@ -1,6 +1,12 @@
 import Logging
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The channel handler of a command connection: writes ``RedisRequest``s, decodes replies with hiredis and completes
 /// the requests' promises in FIFO order.
 ///
@@ -9,7 +15,12 @@ import NIOCore
 /// Everything here runs on the channel's event loop, including the reader's creation, use and release.
 ///
 /// One timer per connection enforces the command timeout: if the oldest pending command has had no reply within the
-/// timeout, nothing behind it can have had one either, so every pending command fails and the connection is closed.
+/// timeout, nothing behind it can have had one either, so every pending command fails and the connection is aborted.
+///
+/// Aborted, not closed: the callers were told their commands failed, so none of them may still reach Redis. A graceful
+/// close would leave the commands the kernel has not sent yet in its send buffer, and a silent network path that comes
+/// back seconds later would deliver them (SPEC §7: a refused request changes nothing, later included). `SO_LINGER` 0
+/// makes the close drop them and reset the connection.
 final class RedisCommandHandler: ChannelDuplexHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = RedisRequest
@@ -149,10 +160,22 @@ final class RedisCommandHandler: ChannelDuplexHandler {
         self.queue.removeAll()
         self.collected = []
         self.pendingCount = 0
-        self.logger.warning("Redis command timed out, closing the connection", metadata: ["pending": "\(failed.count)"])
+        self.logger.warning("Redis command timed out, aborting the connection", metadata: ["pending": "\(failed.count)"])
+        self.isClosed = true
+        Self.abort(context.channel)
         for pending in failed {
             pending.response.fail(pending.deadline <= now ? timeout : closed)
         }
-        context.close(promise: nil)
+    }
+
+    /// Closes `channel` with a reset, dropping whatever the kernel still holds unsent (`SO_LINGER` 0).
+    static func abort(_ channel: any Channel) {
+        guard let socket = channel as? any SocketOptionProvider else {
+            channel.close(promise: nil)
+            return
+        }
+        socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in
+            channel.close(promise: nil)
+        }
     }
 }

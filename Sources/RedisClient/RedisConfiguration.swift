@@ -16,12 +16,14 @@ public struct RedisConfiguration: Sendable {
     public var database: Int
     /// The number of pooled command connections (default 4).
     public var poolSize: Int
-    /// How long a command may wait for its reply before it fails with `.timeout` (default 5 s).
+    /// How long a command may wait for its reply before it fails with `.timeout` (default 1.5 s).
     ///
     /// Replies arrive in order, so a command that times out means every command behind it is stuck too: the connection
-    /// is closed and reopened by the next call. Do not use blocking commands that wait longer than this.
+    /// is aborted (its unsent commands dropped) and reopened by the next call. A silent network path is found this way,
+    /// by a deadline, not by TCP, which would wait minutes: together with ``connectTimeout`` it bounds how long a call
+    /// can wait for an unreachable Redis. Do not use blocking commands that wait longer than this.
     public var commandTimeout: Duration
-    /// How long establishing a TCP or unix socket connection may take (default 2 s).
+    /// How long establishing a TCP or unix socket connection may take (default 1 s).
     public var connectTimeout: Duration
     /// The maximum number of commands in flight on one connection (default 100,000); past it calls fail with `.tooManyPending`.
     public var maxPendingPerConnection: Int
@@ -35,8 +37,8 @@ public struct RedisConfiguration: Sendable {
         self.password = password
         self.database = database
         self.poolSize = 4
-        self.commandTimeout = .seconds(5)
-        self.connectTimeout = .seconds(2)
+        self.commandTimeout = .milliseconds(1500)
+        self.connectTimeout = .seconds(1)
         self.maxPendingPerConnection = 100_000
         self.clientName = nil
     }

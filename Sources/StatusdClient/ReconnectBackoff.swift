@@ -11,6 +11,12 @@ struct ReconnectBackoff: Sendable {
         return .milliseconds(Int64((ceiling / 2 + random * ceiling / 2).rounded()))
     }
 
+    /// The delay before reconnecting to another node after 1012 or 1013: at once, spread over half the minimum.
+    func moveDelay(random: Double = Double.random(in: 0...1)) -> Duration {
+        let minimumMs = Double(minimum.components.seconds) * 1000 + Double(minimum.components.attoseconds) / 1e15
+        return .milliseconds(Int64((random * minimumMs / 2).rounded()))
+    }
+
     private func pow2(_ exponent: Int) -> Double {
         exponent >= 62 ? Double.greatestFiniteMagnitude : Double(1 << exponent)
     }

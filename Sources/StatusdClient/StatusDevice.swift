@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HummingbirdWSClient
+import NIOWebSocket
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -78,9 +79,12 @@ public final class StatusDevice: Sendable {
         var attempt = 0
         while !Task.isCancelled && !state.withLock({ $0.ended }) {
             let cause: String
+            var movesAtOnce = false
             do {
-                if try await connectOnce() { attempt = 0 }
-                cause = "the connection closed"
+                let end = try await connectOnce()
+                if end.welcomed { attempt = 0 }
+                movesAtOnce = end.movesAtOnce
+                cause = end.movesAtOnce ? "the node asked to reconnect elsewhere" : "the connection closed"
             } catch  where Task.isCancelled {
                 return
             } catch {
@@ -88,7 +92,9 @@ public final class StatusDevice: Sendable {
                 cause = "\(error)"
             }
             if Task.isCancelled || state.withLock({ $0.ended }) || !configuration.reconnect { return }
-            let delay = backoff.delay(attempt: attempt)
+            // SPEC §9: a node that restarts (1012) or cannot reach Redis (1013) sends its devices elsewhere: at once,
+            // with a little jitter so that they do not all arrive together, not after a growing backoff.
+            let delay = movesAtOnce ? backoff.moveDelay() : backoff.delay(attempt: attempt)
             attempt += 1
             _ = continuation.yield(.reconnecting(attempt: attempt, delay: delay, cause: cause))
             do {
@@ -193,9 +199,22 @@ public final class StatusDevice: Sendable {
 
     // MARK: - Connection
 
-    /// One connection, from the upgrade to the close; returns whether it was welcomed (and not given up because the
-    /// consumer fell behind), which resets the backoff.
-    private func connectOnce() async throws -> Bool {
+    /// How one connection ended.
+    private struct ConnectionEnd {
+        /// Welcomed (and not given up because the consumer fell behind), which resets the backoff.
+        var welcomed: Bool
+        /// Closed by the server with 1012 (service restart) or 1013 (try again later): reconnect at once.
+        var movesAtOnce: Bool
+    }
+
+    /// Whether a close code asks the device to reconnect at once, through another node (SPEC §9).
+    static func movesAtOnce(_ code: WebSocketErrorCode?) -> Bool {
+        guard case .unknown(let raw) = code else { return false }
+        return raw == 1012 || raw == 1013
+    }
+
+    /// One connection, from the upgrade to the close.
+    private func connectOnce() async throws -> ConnectionEnd {
         let token = try await token()
         var headers = HTTPFields()
         headers[.authorization] = "Bearer \(token)"
@@ -209,10 +228,11 @@ public final class StatusDevice: Sendable {
             $0.welcomedThisConnection = false
             $0.overflowed = false
         }
-        _ = try await WebSocketClient.connect(url: url, configuration: webSocketConfiguration, logger: logger) { inbound, outbound, _ in
+        let close = try await WebSocketClient.connect(url: url, configuration: webSocketConfiguration, logger: logger) { inbound, outbound, _ in
             try await self.session(inbound: inbound, outbound: outbound)
         }
-        return state.withLock { $0.welcomedThisConnection && !$0.overflowed }
+        let welcomed = state.withLock { $0.welcomedThisConnection && !$0.overflowed }
+        return ConnectionEnd(welcomed: welcomed, movesAtOnce: Self.movesAtOnce(close?.closeCode))
     }
 
     /// Reads the connection's frames and, once welcomed, heartbeats beside them; when reading ends the heartbeats stop

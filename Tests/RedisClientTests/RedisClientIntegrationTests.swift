@@ -184,6 +184,14 @@ struct RedisClientIntegrationTests {
                 let error = try await #require(throws: RedisClientError.self) { try await client.send("BLPOP", key, "3") }
                 #expect(error.kind == .timeout)
                 #expect(ContinuousClock.now - start < .seconds(2))
+                // The server is taken for silent: the next call fails at once instead of waiting a second time...
+                let refusedAt = ContinuousClock.now
+                let refused = try await #require(throws: RedisClientError.self) { try await client.send("PING") }
+                #expect(refused.kind == .connectionUnavailable)
+                #expect(ContinuousClock.now - refusedAt < .milliseconds(100))
+                // ...until a probe, at most every 250 ms, finds it answering.
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(try await client.send("PING") == .simpleString("PONG"))
                 #expect(try await client.send("PING") == .simpleString("PONG"))
             }
         }

@@ -26,8 +26,8 @@ struct RedisValueTests {
         #expect(plain.password == nil)
         #expect(plain.database == 0)
         #expect(plain.poolSize == 4)
-        #expect(plain.commandTimeout == .seconds(5))
-        #expect(plain.connectTimeout == .seconds(2))
+        #expect(plain.commandTimeout == .milliseconds(1500))
+        #expect(plain.connectTimeout == .seconds(1))
         #expect(plain.maxPendingPerConnection == 100_000)
 
         let full = try RedisConfiguration(url: "redis://:p%40ss@redis.example:7000/3")

@@ -53,10 +53,18 @@ import Testing
 
     @Test func theAuditKeepsWhatIsConnectedAndClosesWhatWasRemoved() {
         let record = DeviceRecord(platform: "web", node: "n1", connection: "c1", kind: .webSocket)
-        #expect(DeviceRecordAudit.kickReason(connection: "c1", record: record, userExists: true) == nil)
-        #expect(DeviceRecordAudit.kickReason(connection: "c0", record: record, userExists: true) == "replaced")
-        #expect(DeviceRecordAudit.kickReason(connection: "c1", record: nil, userExists: true) == "kicked")
-        #expect(DeviceRecordAudit.kickReason(connection: "c1", record: nil, userExists: false) == "deleted")
-        #expect(DeviceRecordAudit.kickReason(connection: "c1", record: record, userExists: false) == "deleted")
+        func reason(_ connection: String, _ record: DeviceRecord?, exists: Bool = true, filed: Bool = false) -> String? {
+            DeviceRecordAudit.kickReason(connection: connection, record: record, userExists: exists, mayHaveBeenFiled: filed)
+        }
+        #expect(reason("c1", record) == nil)
+        #expect(reason("c0", record) == "replaced")
+        #expect(reason("c1", nil) == "kicked")
+        #expect(reason("c1", nil, exists: false) == "deleted")
+        #expect(reason("c1", record, exists: false) == "deleted")
+        // SPEC §9: while this node's lease may have run out, a vanished record may be the survivors' filing of a node
+        // that was only stalled or cut off: no kick, the re-filing of the lost lease puts it back.
+        #expect(reason("c1", nil, filed: true) == nil)
+        #expect(reason("c0", record, filed: true) == "replaced")
+        #expect(reason("c1", nil, exists: false, filed: true) == "deleted")
     }
 }

@@ -30,7 +30,7 @@ import Testing
         logger.logLevel = .warning
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: logger)
         let nodeId = "nl-" + UUID().uuidString.prefix(8).lowercased()
-        let registry = NodeRegistry(store: NodeStore(redis: redis), nodeId: nodeId, leaseSeconds: 10, clock: SystemNodeClock())
+        let registry = NodeRegistry(store: NodeStore(redis: redis, fence: .open), nodeId: nodeId, leaseSeconds: 10, clock: SystemNodeClock())
         let loop = EmbeddedEventLoop()
         let sessions = (0..<200).map {
             DeviceSession(

@@ -19,6 +19,8 @@ struct NodeWiring: Sendable {
     let presence: PresenceOperations
     let tokens: TokenService
     let nodes: NodeRegistry
+    /// The node's lease as the housekeeping renews it, which the fan-out's bus-gap audit also asks.
+    let lease: SharedLease
     let logger: Logger
 
     init(configuration: ServerConfiguration, redis: RedisClient, logger: Logger) throws {
@@ -70,6 +72,9 @@ struct NodeWiring: Sendable {
             leaseSeconds: configuration.nodeLeaseSeconds,
             clock: configuration.clock
         )
+        lease = SharedLease(
+            NodeLeaseState(period: nodes.renewalPeriod, lease: .seconds(configuration.nodeLeaseSeconds))
+        )
     }
 
     var apps: AppRegistry { storage.apps }
@@ -120,6 +125,7 @@ struct NodeWiring: Sendable {
             feed: storage.busFeed,
             work: work,
             inboxLimit: configuration.busInboxLimit,
+            lease: lease,
             clock: configuration.clock,
             logger: logger
         )
@@ -167,6 +173,7 @@ struct NodeWiring: Sendable {
     func housekeeping(index: FanoutIndex, fanout: FanoutService, accuracy: PresenceAccuracy) -> HousekeepingService {
         HousekeepingService(
             nodes: nodes,
+            lease: lease,
             apps: apps,
             presence: presence,
             deviceRecords: storage.deviceRecords,

@@ -8,12 +8,15 @@ enum DeviceRecordAudit {
     ///
     /// - `connection`: the session's connection id;
     /// - `record`: the device's record in Redis now, if any;
-    /// - `userExists`: whether the user's profile still exists.
-    static func kickReason(connection: String, record: DeviceRecord?, userExists: Bool) -> String? {
+    /// - `userExists`: whether the user's profile still exists;
+    /// - `mayHaveBeenFiled`: whether this node's lease may have run out meanwhile (``NodeLeaseState``), so that
+    ///   survivors filed its devices gone: a vanished record is then no proof of a kick, and the session is left to the
+    ///   re-filing of a lost lease (SPEC §9: a node that was only stalled never leaves its connected users offline).
+    static func kickReason(connection: String, record: DeviceRecord?, userExists: Bool, mayHaveBeenFiled: Bool) -> String? {
         if !userExists { return "deleted" }
         guard let record else {
             // Logged out or kicked: the record is gone either way, and a logout's own socket was answered already.
-            return "kicked"
+            return mayHaveBeenFiled ? nil : "kicked"
         }
         return record.connection == connection ? nil : "replaced"
     }

@@ -42,6 +42,8 @@ final class FanoutService: Service, Sendable {
     /// The node's time: the pause before retrying a resynchronisation Redis refused.
     private let clock: any NodeClock
     private let logger: Logger
+    /// Whether a vanished device record may be the survivors' filing of this node's devices, not a kick.
+    private let lease: SharedLease
     /// Set when interest went away since the last ``dropUnwatchedChannels()``.
     private let mayHaveUnwatchedChannels = Atomic<Bool>(false)
 
@@ -58,9 +60,11 @@ final class FanoutService: Service, Sendable {
         feed: BusFeed,
         work: DeviceWorkQueue,
         inboxLimit: Int,
+        lease: SharedLease,
         clock: any NodeClock,
         logger: Logger
     ) {
+        self.lease = lease
         self.index = index
         self.apps = apps
         self.statuses = statuses
@@ -326,6 +330,8 @@ final class FanoutService: Service, Sendable {
     /// profile per local user, pipelined by ``resyncChunk``) and closes the sessions whose device was removed while the
     /// bus feed was down (``DeviceRecordAudit``). Returns false if Redis could not be read.
     private func auditDevices(_ users: [AppUser]) async -> Bool {
+        let now = clock.now
+        let mayHaveBeenFiled = lease.state.withLock { $0.mayHaveBeenFiled(at: now) }
         for chunk in users.chunks(of: Self.resyncChunk) {
             let held = chunk.map { user in (user: user, sessions: index.sessions(of: user).filter(\.isConnectedInRedis)) }
                 .filter { !$0.sessions.isEmpty }
@@ -342,7 +348,8 @@ final class FanoutService: Service, Sendable {
                         let reason = DeviceRecordAudit.kickReason(
                             connection: session.connectionId,
                             record: record,
-                            userExists: audit.userExists
+                            userExists: audit.userExists,
+                            mayHaveBeenFiled: mayHaveBeenFiled
                         )
                     else { continue }
                     Metrics.auditedDevices.increment()
@@ -357,7 +364,7 @@ final class FanoutService: Service, Sendable {
     /// departures to be filed. The bound is the system's time, not the node's clock: it limits how long a stop takes,
     /// and a node stopped under a clock nobody advances must still stop.
     private func closeAllSessions() async {
-        for session in index.allSessions() { session.end(.disconnected) }
+        for session in index.allSessions() { session.end(.draining) }
         let deadline = ContinuousClock.now + .seconds(5)
         while index.count > 0, ContinuousClock.now < deadline {
             guard (try? await Task.sleep(for: .milliseconds(20))) != nil else { return }

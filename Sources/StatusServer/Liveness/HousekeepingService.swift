@@ -8,7 +8,9 @@ import Synchronization
 ///
 /// The lease loop only renews the node's lease, every third of a lease, and records how late each renewal came
 /// (`statusd_lease_renewal_lag_seconds`): it never waits on other work, so a node that is alive and reaches Redis never
-/// loses its lease however long the rest takes (SPEC §10.7).
+/// loses its lease however long the rest takes (SPEC §10.7). When renewals keep failing until the lease may have run
+/// out, the node is cut off from Redis: it closes its device sockets with 1013 so that they reconnect through a healthy
+/// node (SPEC §9, ``NodeLeaseState``), and retries every 250 ms.
 ///
 /// The work loop, every tick (`housekeepingInterval`, 500 ms by default), ends WebSocket sessions silent for longer
 /// than their app's `heartbeatTimeoutSeconds` (their sockets then close within the close grace period, whatever the
@@ -23,6 +25,8 @@ import Synchronization
 struct HousekeepingService: Service {
     /// This node's lease and device list.
     let nodes: NodeRegistry
+    /// The lease's bookkeeping, shared with the fan-out's bus-gap audit.
+    let lease: SharedLease
     let apps: AppRegistry
     /// Files departures and re-files live sessions.
     let presence: PresenceOperations
@@ -43,11 +47,9 @@ struct HousekeepingService: Service {
     let logger: Logger
 
     /// How often the lease is renewed: three times per lease.
-    var renewalPeriod: Duration { .milliseconds(nodes.leaseSeconds * 1000 / 3) }
+    var renewalPeriod: Duration { nodes.renewalPeriod }
 
     func run() async throws {
-        // Shared by the two loops: the lease loop feeds it renewals, the work loop asks it whether to re-file.
-        let lease = SharedLease(NodeLeaseState(period: renewalPeriod))
         // Graceful shutdown cancels both loops at once (mid-sleep too), then the node leaves.
         try? await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
@@ -58,21 +60,38 @@ struct HousekeepingService: Service {
         await guarded("leaving") { try await nodes.leave() }
     }
 
-    /// The lease loop: renews on a fixed cadence, whatever the work loop is doing.
+    /// The lease loop: renews on a fixed cadence, whatever the work loop is doing; after a failure, every 250 ms.
     private func renewLease(_ lease: SharedLease) async {
         let registry = nodes
         let period = renewalPeriod
         var next = clock.now
         while !Task.isCancelled {
-            await guarded("lease renewal") {
+            let sent = clock.now
+            do {
                 let outcome = try await registry.renew()
                 let now = clock.now
-                let renewed = lease.state.withLock { $0.renewed(outcome, at: now) }
+                let renewed = lease.state.withLock { $0.renewed(outcome, sent: sent, at: now) }
                 Metrics.leaseRenewalLag.record(Double(renewed.lag.inMilliseconds) / 1000)
+                next = max(next + period, now)
+            } catch {
+                logger.debug("lease renewal failed", metadata: ["error": "\(error)"])
+                let now = clock.now
+                if lease.state.withLock({ $0.renewalFailed(at: now) }) { closeSessionsCutOff() }
+                next = now + NodeLeaseState.retryAfterFailure
             }
-            next = max(next + period, clock.now)
             try? await clock.sleep(until: next)
         }
+    }
+
+    /// SPEC §9: this node cannot reach Redis and its lease may have run out, so survivors show its devices offline:
+    /// every device socket is closed with 1013 (try again later), for its client to reconnect through a healthy node.
+    /// Their departures are filed when Redis answers again (by the node's reconciliation, if not before).
+    private func closeSessionsCutOff() {
+        let sessions = index.allSessions()
+        guard !sessions.isEmpty else { return }
+        logger.warning("cut off from redis past the lease: closing device sockets (1013)", metadata: ["sessions": "\(sessions.count)"])
+        Metrics.cutOffSessions.increment(by: sessions.count)
+        for session in sessions { session.end(.cutOff) }
     }
 
     /// The work loop.
@@ -208,14 +227,5 @@ struct HousekeepingService: Service {
         } catch {
             logger.debug("housekeeping step failed", metadata: ["step": "\(what)", "error": "\(error)"])
         }
-    }
-}
-
-/// The lease state both loops of the housekeeping share.
-private final class SharedLease: Sendable {
-    let state: Mutex<NodeLeaseState>
-
-    init(_ state: NodeLeaseState) {
-        self.state = Mutex(state)
     }
 }

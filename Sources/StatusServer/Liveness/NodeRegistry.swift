@@ -30,6 +30,9 @@ final class NodeRegistry: Sendable {
     /// List changes written so far in batches (one round trip each).
     var listBatchesWritten: Int { listChanges.batchesWritten }
 
+    /// How often the lease is renewed: three times per lease.
+    var renewalPeriod: Duration { .milliseconds(leaseSeconds * 1000 / 3) }
+
     /// Records that a device session lives on this node.
     func add(_ session: DeviceSession) async throws {
         try await listChanges.commit(NodeStore.ListChange(added: true, member: Self.member(session)), group: NodeStore.devices(nodeId))

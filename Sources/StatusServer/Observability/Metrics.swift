@@ -23,6 +23,8 @@ enum Metrics {
     /// Sessions closed after a bus gap because their device was removed meanwhile (a missed kick, logout, replacement
     /// or deletion).
     static let auditedDevices = Counter(label: "statusd_gap_closed_sessions_total")
+    /// Device sockets closed with 1013 because the node was cut off from Redis past its lease (SPEC §9).
+    static let cutOffSessions = Counter(label: "statusd_cut_off_sessions_total")
     /// Device records listed under this node with no live session here, at the housekeeping's last census (ghosts).
     static let ghostDevices = Gauge(label: "statusd_ghost_devices")
     static let departureLagLabel = "statusd_departure_lag_seconds"

@@ -318,7 +318,8 @@ export class StatusClient {
         this._setState("closed");
         return;
       }
-      this._scheduleReconnect();
+      // 1012 (the node restarts) and 1013 (it cannot reach Redis): reconnect at once, through another node.
+      this._scheduleReconnect(event.code === 1012 || event.code === 1013);
     };
   }
 
@@ -495,10 +496,13 @@ export class StatusClient {
     this._heartbeatTimer = null;
   }
 
-  _scheduleReconnect() {
+  _scheduleReconnect(atOnce = false) {
     const ceiling = Math.min(this.options.maxReconnectDelayMs, this.options.minReconnectDelayMs * 2 ** this._attempt);
-    // Half fixed, half random ("equal jitter"): spreads the reconnects of many clients after a server restart.
-    const delayMs = Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
+    // Half fixed, half random ("equal jitter"): spreads the reconnects of many clients after a server restart. A node
+    // that sends its devices elsewhere (1012, 1013) gets them back at once, spread over half the first ceiling.
+    const delayMs = atOnce
+      ? Math.round(Math.random() * (this.options.minReconnectDelayMs / 2))
+      : Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
     this._attempt += 1;
     this._setState("reconnecting");
     this._emit("reconnecting", { attempt: this._attempt, delayMs });

@@ -7,6 +7,15 @@ local function now_ms()
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- SPEC §7: a refused request changes nothing, then or later. Every call's first argument is the last moment (epoch ms on
+-- this server's clock) at which it may still be applied: then its caller gives up on it and reports the failure. A call
+-- that reaches Redis later (held up on a network path that came back) changes nothing. 0: no deadline. The argument is
+-- taken off, so each script reads its own arguments from ARGV[1].
+local call_deadline_ms = tonumber(table.remove(ARGV, 1)) or 0
+if call_deadline_ms > 0 and now_ms() > call_deadline_ms then
+    return redis.error_reply('STATUSD_LATE the call reached redis after its deadline; nothing was changed')
+end
+
 -- SPEC §5: at most `calls` accepted calls in any window of `window_ms`; a rejected call is not counted.
 -- Returns 0 when accepted (and records the call), else the milliseconds until the oldest accepted call leaves the window.
 local function rate_limit(key, now, calls, window_ms)

@@ -43,6 +43,12 @@ struct DeviceConnectionStateMachine {
         case tooSlow
         /// Already removed in Redis (logout, kick, replaced, deleted): nothing more to file.
         case removed
+        /// The node cannot reach Redis past its lease (SPEC §9): closed with 1013 so that the client reconnects through
+        /// a healthy node; the device goes as by a dropped connection.
+        case cutOff
+        /// The node is stopping (SPEC §9): closed with 1012 so that the client reconnects at once, elsewhere; the
+        /// device goes as by a dropped connection (an offline grace covers the move).
+        case draining
     }
 
     /// A frame as read from the socket.
@@ -317,6 +323,8 @@ struct DeviceConnectionStateMachine {
         case .timedOut: WebSocketWire.close(.goingAway, reason: "heartbeat timeout")
         case .tooSlow: WebSocketWire.close(.policyViolation, reason: "too slow")
         case .disconnected, .removed: WebSocketWire.close(.normal)
+        case .cutOff: WebSocketWire.close(.tryAgainLater, reason: "redis unreachable")
+        case .draining: WebSocketWire.close(.serviceRestart, reason: "node restarting")
         }
     }
 }

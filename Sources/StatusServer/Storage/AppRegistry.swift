@@ -24,7 +24,9 @@ final class AppRegistry: Sendable {
     /// Times the cached copies (monotonic) and dates created apps (wall).
     let clock: any NodeClock
     private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
-    private let cache = Mutex<[String: (record: AppRecord, fetched: ContinuousClock.Instant)]>([:])
+    /// `fetched`: when the copy was last trusted from (a read, or a failed read that served it stale); `read`: when it was
+    /// last read from Redis.
+    private let cache = Mutex<[String: (record: AppRecord, fetched: ContinuousClock.Instant, read: ContinuousClock.Instant)]>([:])
     /// AppIds found missing lately.
     private let missing = Mutex(ShortLivedCache<Bool>(ttl: cacheTTL, capacity: cacheCapacity))
     /// The owner of API keys looked up lately ("" when none), by digest.
@@ -81,9 +83,33 @@ final class AppRegistry: Sendable {
             return cached.record
         }
         if missing.withLock({ $0.value(for: appId, now: now) }) != nil { return nil }
-        let record = try await fetch(appId)
+        let record: AppRecord?
+        do {
+            record = try await fetch(appId)
+        } catch let error as RedisClientError where error.isConnectionProblem {
+            return try staleCopy(of: appId, now: now, error: error)
+        }
         store(record, for: appId)
         return record
+    }
+
+    /// How long a copy may serve while the app's own key cannot be read, and how often it is tried again meanwhile.
+    static let staleLimit: Duration = .seconds(60)
+    static let staleRetry: Duration = .milliseconds(250)
+
+    /// The copy held of an app whose key cannot be read now (SPEC §9): while the cluster shard of `{appId}` fails over,
+    /// only the users on that shard are unreachable, not every user of the app. The copy serves for up to
+    /// ``staleLimit`` after it was last read, the read tried again every ``staleRetry`` meanwhile; without one, `error`.
+    private func staleCopy(of appId: String, now: ContinuousClock.Instant, error: RedisClientError) throws -> AppRecord {
+        let served = cache.withLock { cache -> AppRecord? in
+            guard let cached = cache[appId], now - cached.read < Self.staleLimit else { return nil }
+            if now - cached.fetched >= Self.cacheTTL {
+                cache[appId]?.fetched = max(cached.fetched, now - Self.cacheTTL + Self.staleRetry)
+            }
+            return cached.record
+        }
+        guard let served else { throw error }
+        return served
     }
 
     /// Applies a partial config (all or nothing) and returns the new config.
@@ -192,7 +218,7 @@ final class AppRegistry: Sendable {
                 cache = cache.filter { now - $0.value.fetched < Self.cacheTTL }
                 if cache.count >= Self.cacheCapacity { cache.removeAll(keepingCapacity: false) }
             }
-            cache[appId] = (record, now)
+            cache[appId] = (record, now, now)
         }
     }
 

@@ -4,6 +4,8 @@ import RedisClient
 /// it holds and the lock of the survivor that cleans up after it. Node keys carry the hash tag `{nodeId}`.
 struct NodeStore: Sendable {
     let redis: RedisClient
+    /// Measured against Redis's clock by every renewal (its `TIME`).
+    let fence: WriteFence
 
     /// Every node's last renewal (sorted set, score = epoch ms).
     static let nodes = "st:nodes"
@@ -44,11 +46,19 @@ struct NodeStore: Sendable {
     }
 
     /// Renews the node's lease at `nowMs` for `leaseMs` and records the renewal; says whether the lease was still held.
+    /// The renewal also reads Redis's clock (`TIME`, in the same round trip) for the ``WriteFence``.
     func renew(_ nodeId: String, nowMs: Int64, leaseMs: Int64) async throws -> Bool {
+        let sent = ContinuousClock.now
         let replies = try await redis.pipeline([
             ["SET", Self.lease(nodeId), String(nowMs), "PX", String(leaseMs), "GET"],
             ["ZADD", Self.nodes, String(nowMs), nodeId],
+            ["TIME"],
         ])
+        if let time = replies.last?.array, time.count == 2, let seconds = time[0].string.flatMap({ Int64($0) }),
+            let micros = time[1].string.flatMap({ Int64($0) })
+        {
+            fence.observe(redisMs: seconds * 1000 + micros / 1000, sent: sent, received: .now)
+        }
         return replies.first?.string != nil
     }
 

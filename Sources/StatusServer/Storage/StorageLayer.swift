@@ -8,6 +8,8 @@ import RedisClient
 struct StorageLayer: Sendable {
     let redis: RedisClient
     let scripts: ScriptLibrary
+    /// The deadlines of script calls on Redis's clock, measured by the lease renewals.
+    let fence: WriteFence
     let runner: ScriptRunner
     let apps: AppRegistry
     let users: UserDirectory
@@ -29,7 +31,10 @@ struct StorageLayer: Sendable {
 
     init(redis: RedisClient, configuration: RedisConfiguration, clock: any NodeClock) throws {
         self.redis = redis
-        let scripts = try ScriptLibrary.load()
+        // A script call may be applied until its caller gives up on it: the command timeout (SPEC §7).
+        let fence = WriteFence(budget: configuration.commandTimeout)
+        self.fence = fence
+        let scripts = try ScriptLibrary.load(fence: fence)
         self.scripts = scripts
         let runner = ScriptRunner(redis: redis, scripts: scripts)
         self.runner = runner
@@ -42,7 +47,7 @@ struct StorageLayer: Sendable {
         resumePoints = ResumePointStore(redis: redis)
         listings = ListingStore(redis: redis)
         heartbeats = HeartbeatStore(redis: redis)
-        nodes = NodeStore(redis: redis)
+        nodes = NodeStore(redis: redis, fence: fence)
         dueIndexes = DueIndexStore(runner: runner)
         webhookQueues = WebhookAppQueue(redis: redis, scripts: scripts)
         webhookIndex = WebhookAppIndex(redis: redis, scripts: scripts)

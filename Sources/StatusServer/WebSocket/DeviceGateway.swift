@@ -264,7 +264,8 @@ final class DeviceGateway: Sendable {
         // Events written since the device last showed a sign of life may never have reached it: a resume resends
         // what changed from then on (SPEC §7). A socket that closed under the node (not a silent one given up on)
         // was alive until then: the versions written to it in that window are recorded, and not sent again.
-        let sent = ending == .disconnected ? delivered.versions(since: session.lastActiveMs - ResumePoint.clockMargin) : [:]
+        let closedUnderNode = ending == .disconnected || ending == .cutOff || ending == .draining
+        let sent = closedUnderNode ? delivered.versions(since: session.lastActiveMs - ResumePoint.clockMargin) : [:]
         if ending == .tooSlow { Metrics.slowConsumers.increment() }
         let silence = session.silenceMs
         let lostAt = clock.nowMs - silence - ResumePoint.clockMargin
@@ -282,7 +283,7 @@ final class DeviceGateway: Sendable {
         switch ending {
         case .removed: departure = nil
         case .timedOut: departure = .timeout
-        case .disconnected, .tooSlow: departure = .disconnect
+        case .disconnected, .tooSlow, .cutOff, .draining: departure = .disconnect
         }
         do {
             if let departure, let app = try await apps.find(session.appId) {

@@ -25,6 +25,8 @@ enum WebSocketWire {
         case policyViolation = 1008
         case messageTooBig = 1009
         case serverError = 1011
+        case serviceRestart = 1012
+        case tryAgainLater = 1013
     }
 
     /// What is wrong with a peer's close frame payload (RFC 6455 §5.5.1, §7.4): nil when it is empty or carries a

@@ -43,6 +43,18 @@ final class PrivateRedis: Sendable {
         throw TestAppError(message: "private redis-server did not start on port \(port)")
     }
 
+    /// Pauses the server (SIGSTOP): a silent Redis. Its sockets stay open and its kernel takes every byte sent (and
+    /// completes new connections from its backlog), but nothing is answered, as over a network path that drops
+    /// packets; resumed (SIGCONT), it runs whatever it was sent meanwhile, as when such a path comes back.
+    func pause() {
+        kill(process.processIdentifier, SIGSTOP)
+    }
+
+    /// Resumes a paused server.
+    func resume() {
+        kill(process.processIdentifier, SIGCONT)
+    }
+
     /// Stops the server and waits for it to exit.
     func stop() {
         guard process.isRunning else { return }

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdWSClient
 import Logging
 import NIOCore
+import NIOWebSocket
 import StatusCore
 import Synchronization
 
@@ -12,6 +13,7 @@ final class TestDevice: Sendable {
     private let texts = Mutex<[String]>([])
     private let writer = Mutex<WebSocketOutboundWriter?>(nil)
     private let closed = Atomic<Bool>(false)
+    private let closeCodeValue = Mutex<UInt16?>(nil)
     private let counter = Atomic<Int>(0)
 
     /// Sends a JSON frame.
@@ -128,9 +130,13 @@ final class TestDevice: Sendable {
         received.withLock { $0.append(frame) }
     }
 
-    fileprivate func markClosed() {
+    fileprivate func markClosed(code: UInt16? = nil) {
+        closeCodeValue.withLock { $0 = code }
         closed.store(true, ordering: .relaxed)
     }
+
+    /// The close code the server sent, once closed (nil when the connection ended without a close frame).
+    var closeCode: UInt16? { closeCodeValue.withLock { $0 } }
 
     fileprivate var isAttached: Bool { writer.withLock { $0 != nil } }
 }
@@ -200,7 +206,7 @@ extension APIClient {
         let configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20, additionalHeaders: headers)
         let clientLogger = logger
         spawn {
-            _ = try? await WebSocketClient.connect(url: url, configuration: configuration, logger: clientLogger) { inbound, outbound, _ in
+            let close = try? await WebSocketClient.connect(url: url, configuration: configuration, logger: clientLogger) { inbound, outbound, _ in
                 device.attach(outbound)
                 if !reads {
                     try await Task.sleep(for: .seconds(30))
@@ -210,7 +216,7 @@ extension APIClient {
                     if case .text(let text) = message { device.record(text) }
                 }
             }
-            device.markClosed()
+            device.markClosed(code: (close ?? nil).map { UInt16(webSocketErrorCode: $0.closeCode) })
         }
         let deadline = ContinuousClock.now + .seconds(5)
         while !device.isAttached && !device.isClosed && ContinuousClock.now < deadline {
@@ -219,5 +225,23 @@ extension APIClient {
         guard device.isAttached else { throw TestAppError(message: "device \(options.deviceId) of \(userId) could not connect") }
         let welcome = reads ? try await device.next { $0["event"].string == "welcome" } : .null
         return (device, welcome)
+    }
+}
+
+extension UInt16 {
+    /// The number of a close code as sent on the wire.
+    init(webSocketErrorCode code: WebSocketErrorCode) {
+        switch code {
+        case .normalClosure: self = 1000
+        case .goingAway: self = 1001
+        case .protocolError: self = 1002
+        case .unacceptableData: self = 1003
+        case .dataInconsistentWithMessage: self = 1007
+        case .policyViolation: self = 1008
+        case .messageTooLarge: self = 1009
+        case .missingExtension: self = 1010
+        case .unexpectedServerError: self = 1011
+        case .unknown(let raw): self = raw
+        }
     }
 }

@@ -5,6 +5,9 @@ import StatusCore
 enum ScriptErrorReply {
     /// The SPEC error of `message`, nil for an error no script raises on purpose (it stays a Redis error).
     static func statusError(_ message: String) -> StatusError? {
+        if message.hasPrefix("STATUSD_LATE") {
+            return StatusError(.unavailable, "redis received the call after its deadline; nothing was changed")
+        }
         if message.contains("USER_NOT_FOUND") { return StatusError(.userNotFound, "user not found") }
         if message.contains("TOKEN_REVOKED") { return StatusError(.unauthorized, "the token's user no longer exists") }
         if let range = message.range(of: "CONNECT_RATE_LIMITED ") {

@@ -1,8 +1,11 @@
 import Foundation
 import RedisClient
 
-/// The Lua scripts of `Scripts/`, each prefixed with the shared prelude `lib.lua`.
+/// The Lua scripts of `Scripts/`, each prefixed with the shared prelude `lib.lua`, and the fence every call of them
+/// carries (``WriteFence``: the prelude refuses a call that reached Redis after its caller gave up on it).
 struct ScriptLibrary: Sendable {
+    /// Gives each call its deadline on Redis's clock, the first argument of every script.
+    var fence: WriteFence = .open
     let setCustomStatus: RedisScript
     let deviceConnect: RedisScript
     let deviceState: RedisScript
@@ -41,13 +44,14 @@ struct ScriptLibrary: Sendable {
         ]
     }
 
-    /// Loads the scripts from the module's resources.
-    static func load() throws -> ScriptLibrary {
+    /// Loads the scripts from the module's resources; their calls carry `fence`'s deadlines.
+    static func load(fence: WriteFence = .open) throws -> ScriptLibrary {
         let prelude = try source("lib")
         func script(_ name: String) throws -> RedisScript {
             RedisScript(name: name, source: prelude + "\n" + (try source(name)))
         }
         return ScriptLibrary(
+            fence: fence,
             setCustomStatus: try script("set_custom_status"),
             deviceConnect: try script("device_connect"),
             deviceState: try script("device_state"),

@@ -4,7 +4,8 @@ import StatusCore
 /// The one way statusd runs its Lua scripts: `EVALSHA` through the client (which loads a script Redis lost on
 /// `NOSCRIPT`), a script's error reply mapped to the ``StatusError`` it stands for (``ScriptErrorReply``), and the
 /// reply decoded by the script's twin. Pipelines keep their single round trip: a script's `EVALSHA` shares the flush
-/// with the commands that ride along, and only its own reply is decoded here.
+/// with the commands that ride along, and only its own reply is decoded here. Every call's first argument is its
+/// deadline on Redis's clock (``WriteFence``), which `lib.lua` takes off before the script reads its own.
 struct ScriptRunner: Sendable {
     let redis: RedisClient
     let scripts: ScriptLibrary
@@ -17,7 +18,7 @@ struct ScriptRunner: Sendable {
     ) async throws -> Script.Reply {
         let value: RedisValue
         do {
-            value = try await redis.evalScript(Script.script(in: scripts), keys: try keys.strings, arguments: try arguments.strings)
+            value = try await redis.evalScript(Script.script(in: scripts), keys: try keys.strings, arguments: try fenced(arguments))
         } catch let error as RedisClientError where error.kind == .server {
             throw ScriptErrorReply.statusError(error.message) ?? error
         }
@@ -35,7 +36,7 @@ struct ScriptRunner: Sendable {
         let replies = try await redis.pipeline(
             script: Script.script(in: scripts),
             keys: try keys.strings,
-            arguments: try arguments.strings,
+            arguments: try fenced(arguments),
             then: commands
         )
         guard let first = replies.first else {
@@ -47,7 +48,12 @@ struct ScriptRunner: Sendable {
     /// The `EVALSHA` of `script`, to send in a pipeline with ``pipeline(_:loading:)``.
     func command<Script: StatusScript>(_ script: Script.Type, keys: Script.Keys, arguments: Script.Arguments) throws -> [String] {
         let keys = try keys.strings
-        return ["EVALSHA", Script.script(in: scripts).sha1, String(keys.count)] + keys + (try arguments.strings)
+        return ["EVALSHA", Script.script(in: scripts).sha1, String(keys.count)] + keys + (try fenced(arguments))
+    }
+
+    /// A call's arguments after its deadline.
+    private func fenced(_ arguments: some ScriptInput) throws -> [String] {
+        [String(scripts.fence.deadlineMs())] + (try arguments.strings)
     }
 
     /// Sends `commands`, some of them ``command(_:keys:arguments:)``s of `loading`, in one round trip; when Redis lost

@@ -1,0 +1,72 @@
+import Logging
+import RedisClient
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// SPEC §7: a refused request changes nothing, then or later. Every script call carries its deadline on Redis's clock
+/// (``WriteFence``); a call that reaches Redis after it (held up on a silent network path that came back) is refused
+/// by `lib.lua` before it writes anything.
+@Suite struct WriteFenceTests {
+    private let start = ContinuousClock.now
+
+    @Test func theOffsetIsTakenAtTheRoundTripsMidpointAndKnownToHalfOfIt() {
+        let estimate = RedisClockEstimate(redisMs: 1_000_000, sent: start, received: start + .milliseconds(40))
+        #expect(estimate.errorMs == 20)
+        #expect(estimate.offsetMs == 1_000_000 - RedisClockEstimate.milliseconds(start + .milliseconds(20)))
+    }
+
+    @Test func theUncertaintyCountsAgainstTheCall() {
+        let estimate = RedisClockEstimate(offsetMs: 5_000, errorMs: 20, measuredAt: start)
+        let made = start + .seconds(10)
+        // Made 10 s after the measure: 20 ms of round trip, 10 ms of possible drift and 1 ms of rounding come off.
+        let expected = RedisClockEstimate.milliseconds(made) + 5_000 + 1_500 - 20 - 11
+        #expect(estimate.fence(callMadeAt: made, budget: .milliseconds(1_500)) == expected)
+    }
+
+    @Test func aLaterMeasureReplacesAnOlderOneUnlessItIsMuchLessPrecise() {
+        let first = RedisClockEstimate(offsetMs: 100, errorMs: 1, measuredAt: start)
+        let precise = RedisClockEstimate(offsetMs: 104, errorMs: 2, measuredAt: start + .seconds(5))
+        #expect(first.updated(with: precise) == precise)
+        // A renewal that took 800 ms says less than one 5 s older that took 2 ms.
+        let vague = RedisClockEstimate(offsetMs: 400, errorMs: 400, measuredAt: start + .seconds(5))
+        #expect(first.updated(with: vague) == first)
+    }
+
+    @Test func anOpenFenceGivesNoDeadline() {
+        #expect(WriteFence.open.deadlineMs() == 0)
+        #expect(WriteFence(budget: .seconds(1)).deadlineMs() == 0)
+    }
+
+    /// A call whose deadline passed on Redis's clock writes nothing and is answered `UNAVAILABLE`; the same call within
+    /// its deadline is applied.
+    @Test func aCallThatReachesRedisAfterItsDeadlineChangesNothing() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fence"))
+        try await withThrowingTaskGroup(of: Void.self) { service in
+            service.addTask { try await redis.run() }
+            defer { service.cancelAll() }
+            let time = try #require(try await redis.send("TIME").array)
+            let redisMs = Int64(time[0].string ?? "")! * 1000 + Int64(time[1].string ?? "")! / 1000
+
+            // This node measured Redis's clock 10 s behind where it is: every call it makes now is 8.5 s late.
+            let late = WriteFence(budget: .milliseconds(1_500))
+            late.observe(redisMs: redisMs - 10_000, sent: .now, received: .now)
+            let appId = "fence-\(UInt32.random(in: 0...UInt32.max))"
+            let lateUsers = UserDirectory(redis: redis, scripts: try ScriptLibrary.load(fence: late), clock: SystemNodeClock())
+            let refused = await #expect(throws: StatusError.self) {
+                _ = try await lateUsers.put(appId: appId, userId: "u1", input: UserProfileInput(name: "late"))
+            }
+            #expect(refused?.code == .unavailable)
+            let profile = RedisKeys(appId: appId).user("u1").profile
+            #expect(try await redis.send("EXISTS", profile).int == 0)
+
+            let onTime = WriteFence(budget: .milliseconds(1_500))
+            onTime.observe(redisMs: redisMs, sent: .now, received: .now)
+            let users = UserDirectory(redis: redis, scripts: try ScriptLibrary.load(fence: onTime), clock: SystemNodeClock())
+            _ = try await users.put(appId: appId, userId: "u1", input: UserProfileInput(name: "on time"))
+            #expect(try await redis.send("EXISTS", profile).int == 1)
+            _ = try await redis.send("DEL", profile, RedisKeys(appId: appId).user("u1").status)
+        }
+    }
+}
