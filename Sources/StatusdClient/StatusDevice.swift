@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import HummingbirdWSClient
-import NIOWebSocket
 import Logging
+import NIOWebSocket
 import ServiceLifecycle
 import Synchronization
 

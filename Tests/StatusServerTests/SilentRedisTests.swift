@@ -55,10 +55,11 @@ import Testing
     @Test func aNodeCutOffPastItsLeaseClosesItsDevicesWith1013() async throws {
         let server = try await PrivateRedis.start()
         defer { server.stop() }
-        try await withStatusd(.live, configure: { configuration in
+        let configure: (inout ServerConfiguration) -> Void = { configuration in
             server.install(in: &configuration)
             configuration.nodeLeaseSeconds = 2
-        }) { api in
+        }
+        try await withStatusd(.live, configure: configure) { api in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
             try await withThrowingTaskGroup(of: Void.self) { group in
