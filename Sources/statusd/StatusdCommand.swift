@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import RedisClient
+import ServiceLifecycle
 import StatusServer
 
 /// `statusd`: runs one node of the user status service.
@@ -37,6 +38,9 @@ struct StatusdCommand: AsyncParsableCommand {
     @Option(help: "Data directory of the private redis-server (env STATUSD_DATA_DIR).")
     var dataDir: String = ProcessInfo.processInfo.environment["STATUSD_DATA_DIR"] ?? "./statusd-data"
 
+    @Option(help: "Seconds over which a node asked to stop closes its device sockets (1012), not ready meanwhile (env STATUSD_DRAIN_SECONDS).")
+    var drainSeconds: Double = Double(ProcessInfo.processInfo.environment["STATUSD_DRAIN_SECONDS"] ?? "") ?? 10
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (env STATUSD_LOG_LEVEL).")
     var logLevel: String = ProcessInfo.processInfo.environment["STATUSD_LOG_LEVEL"] ?? "info"
 
@@ -65,6 +69,7 @@ struct StatusdCommand: AsyncParsableCommand {
         var configuration = ServerConfiguration(host: host, port: port, redis: redis, adminKey: key)
         if let nodeId { configuration.nodeId = nodeId }
         configuration.nodeLeaseSeconds = max(2, leaseSeconds)
+        configuration.drain = NodeDrain(duration: .milliseconds(Int64(max(0, drainSeconds) * 1000)))
         if adminKey == nil {
             // Logged, not printed: stdout is block-buffered under systemd and Docker, so a print could stay unseen; and
             // logged whatever the log level, since without it the admin API cannot be used.
@@ -75,7 +80,16 @@ struct StatusdCommand: AsyncParsableCommand {
         logger.info("starting statusd", metadata: ["node": "\(configuration.nodeId)", "address": "\(host):\(port)"])
         do {
             let app = try buildApplication(configuration: configuration, logger: logger)
-            try await app.runService()
+            // The drain after the application: a service group stops its services in reverse order, so on SIGTERM the
+            // node drains first (not ready, device sockets closed with 1012 over the drain time), then stops.
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [app, NodeDrainService(drain: configuration.drain)],
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger
+                )
+            )
+            try await group.run()
         } catch {
             await embedded?.stop(logger: logger)
             throw error

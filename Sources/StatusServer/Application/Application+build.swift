@@ -18,6 +18,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     var limits = DeviceConnectionStateMachine.Limits()
     limits.backlogBytes = configuration.sessionBacklogBytes
     let gateway = wiring.gateway(index: index, fanout: fanout, work: work, limits: limits, activity: activity)
+    configuration.drain.attach { duration in await fanout.drainSessions(over: duration) }
     let http = HTTP1Channel.Configuration(idleTimeout: .seconds(configuration.httpIdleTimeoutSeconds))
     var app = Application(
         router: router,

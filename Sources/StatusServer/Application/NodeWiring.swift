@@ -84,7 +84,7 @@ struct NodeWiring: Sendable {
     // MARK: Route groups
 
     func healthRoutes(registry: PrometheusCollectorRegistry) -> HealthRoutes {
-        HealthRoutes(probe: storage.health, registry: registry)
+        HealthRoutes(probe: storage.health, drain: configuration.drain, registry: registry)
     }
 
     func adminRoutes() -> AdminRoutes {
@@ -165,6 +165,7 @@ struct NodeWiring: Sendable {
             work: work,
             limits: limits,
             activity: activity,
+            drain: configuration.drain,
             clock: configuration.clock,
             logger: logger
         )

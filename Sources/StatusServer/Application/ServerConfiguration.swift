@@ -35,6 +35,8 @@ public struct ServerConfiguration: Sendable {
     var snapshotScopeLimit = SessionSnapshot.scopeLimit
     /// Where the node reads its own time (``NodeClock``): the system's, or one a test drives.
     public var clock: any NodeClock
+    /// How the node drains when asked to stop (SPEC §9): run by a ``NodeDrainService`` beside the application.
+    public var drain = NodeDrain()
 
     /// Creates a configuration.
     public init(

@@ -360,6 +360,27 @@ final class FanoutService: Service, Sendable {
         return true
     }
 
+    /// SPEC §9, on a drain: closes every session with 1012, in equal shares every 100 ms over `duration`, in random
+    /// order, then waits (2 s at most) for their departures to be filed. Sessions that join meanwhile (none should: the
+    /// gateway refuses them) are closed by the shutdown that follows.
+    func drainSessions(over duration: Duration) async {
+        var sessions = index.allSessions().shuffled()
+        let step = Duration.milliseconds(100)
+        let steps = max(1, Int(duration / step))
+        let share = max(1, (sessions.count + steps - 1) / steps)
+        logger.notice("draining: closing device sockets (1012)", metadata: ["sessions": "\(sessions.count)", "over": "\(duration)"])
+        while !sessions.isEmpty {
+            for session in sessions.suffix(share) { session.end(.draining) }
+            sessions.removeLast(min(share, sessions.count))
+            guard !sessions.isEmpty else { break }
+            guard (try? await Task.sleep(for: step)) != nil else { break }
+        }
+        let deadline = ContinuousClock.now + .seconds(2)
+        while index.count > 0, ContinuousClock.now < deadline {
+            guard (try? await Task.sleep(for: .milliseconds(20))) != nil else { return }
+        }
+    }
+
     /// On shutdown: ends every session (their devices go offline) and waits, a few seconds at most, for their
     /// departures to be filed. The bound is the system's time, not the node's clock: it limits how long a stop takes,
     /// and a node stopped under a clock nobody advances must still stop.

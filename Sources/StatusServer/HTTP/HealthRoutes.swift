@@ -2,10 +2,12 @@ import Hummingbird
 import Prometheus
 import StatusCore
 
-/// SPEC §9: `/healthz` (process up), `/readyz` (Redis reachable) and `/metrics` (Prometheus text).
+/// SPEC §9: `/healthz` (process up), `/readyz` (Redis reachable, the node not draining) and `/metrics` (Prometheus text).
 struct HealthRoutes: Sendable {
     /// Whether Redis answers, for `/readyz`.
     let probe: HealthProbe
+    /// A draining node is not ready, whatever Redis says (SPEC §9).
+    let drain: NodeDrain
     let registry: PrometheusCollectorRegistry
 
     /// The health answer.
@@ -25,6 +27,7 @@ struct HealthRoutes: Sendable {
             )
         }
         router.get("readyz") { _, _ in
+            if drain.isDraining { throw StatusError(.unavailable, "the node is shutting down") }
             do {
                 try await probe.ping()
                 return JSONResponse(Health(status: "ready"))

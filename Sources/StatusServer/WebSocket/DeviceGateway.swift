@@ -32,6 +32,8 @@ final class DeviceGateway: Sendable {
     let limits: DeviceConnectionStateMachine.Limits
     /// Per-app counters of this node, handed to each session.
     let activity: AppActivity
+    /// A draining node refuses new devices (SPEC §9).
+    let drain: NodeDrain
     /// The node's time, handed to each session (signs of life, request bursts) and a departure's loss time.
     let clock: any NodeClock
     let logger: Logger
@@ -49,9 +51,11 @@ final class DeviceGateway: Sendable {
         work: DeviceWorkQueue,
         limits: DeviceConnectionStateMachine.Limits,
         activity: AppActivity,
+        drain: NodeDrain,
         clock: any NodeClock,
         logger: Logger
     ) {
+        self.drain = drain
         self.tokens = tokens
         self.apps = apps
         self.nodes = nodes
@@ -95,6 +99,10 @@ final class DeviceGateway: Sendable {
 
     /// Admits or refuses an upgrade request; the future completes on the channel's event loop.
     func admit(_ head: HTTPRequestHead, channel: any Channel) -> EventLoopFuture<Admission> {
+        if drain.isDraining {
+            // SPEC §9: a draining node takes no new device; the client reconnects through another node.
+            return channel.eventLoop.makeSucceededFuture(.refused(StatusError(.unavailable, "the node is shutting down")))
+        }
         let promise = channel.eventLoop.makePromise(of: Admission.self)
         let queued = work.submit {
             do {

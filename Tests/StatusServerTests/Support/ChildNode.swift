@@ -14,7 +14,7 @@ final class ChildNode: Sendable {
     private let process: Process
 
     /// Starts `.build/debug/statusd` on a free port against the test Redis, and waits until `/healthz` answers.
-    init(adminKey: String, nodeId: String, leaseSeconds: Int = 3) async throws {
+    init(adminKey: String, nodeId: String, leaseSeconds: Int = 3, arguments: [String] = []) async throws {
         let binary = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/statusd")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw TestAppError(message: "\(binary.path) is missing: build the package first (scripts/test does)")
@@ -25,7 +25,7 @@ final class ChildNode: Sendable {
         process.arguments = [
             "--port", String(port), "--redis-url", TestRedis.url, "--admin-key", adminKey, "--node-id", nodeId,
             "--lease-seconds", String(leaseSeconds), "--log-level", "error",
-        ]
+        ] + arguments
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         self.port = port
@@ -44,6 +44,14 @@ final class ChildNode: Sendable {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
+
+    /// Asks the node to stop (SIGTERM), as an orchestrator does before a restart.
+    func terminate() {
+        kill(process.processIdentifier, SIGTERM)
+    }
+
+    /// Whether the process is still running.
+    var isRunning: Bool { process.isRunning }
 
     /// Stops the node (SIGSTOP) like a stalled process: its sockets stay open, it answers nothing.
     func pause() {
