@@ -22,10 +22,11 @@ final class ChildNode: Sendable {
         let port = try Self.freePort()
         let process = Process()
         process.executableURL = binary
-        process.arguments = [
-            "--port", String(port), "--redis-url", TestRedis.url, "--admin-key", adminKey, "--node-id", nodeId,
-            "--lease-seconds", String(leaseSeconds), "--log-level", "error",
-        ] + arguments
+        process.arguments =
+            [
+                "--port", String(port), "--redis-url", TestRedis.url, "--admin-key", adminKey, "--node-id", nodeId,
+                "--lease-seconds", String(leaseSeconds), "--log-level", "error",
+            ] + arguments
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         self.port = port
