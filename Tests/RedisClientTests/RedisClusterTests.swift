@@ -110,6 +110,42 @@ struct RedisClusterTests {
         }
     }
 
+    /// A multi-key command whose keys a migration splits between two masters is answered `TRYAGAIN`; a slot that
+    /// takes longer than a second to move is no outage: the command is retried for as long as the command timeout
+    /// (1.5 s), and answered once the slot has moved.
+    @Test func aSlotThatTakesOverASecondToMoveIsNoOutage() async throws {
+        try await withTestCluster { cluster in
+            try await withTestClient(url: cluster.url) { client in
+                let moved = "test:{slow}:moved"
+                let stays = "test:{slow}:stays"
+                let slot = RedisKeySlot.of(moved)
+                _ = try await client.pipeline([["SET", moved, "m"], ["SET", stays, "s"]])
+                let from = try cluster.masterPort(ofSlot: slot)
+                let to = cluster.nodes.map(\.port).first { $0 != from }!
+                let fromId = try cluster.nodeId(port: from)
+                let toId = try cluster.nodeId(port: to)
+                try cluster.cli(["-p", "\(to)", "CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", fromId])
+                try cluster.cli(["-p", "\(from)", "CLUSTER", "SETSLOT", "\(slot)", "MIGRATING", toId])
+                try cluster.cli(["-p", "\(from)", "MIGRATE", "127.0.0.1", "\(to)", "", "0", "5000", "KEYS", moved])
+                let started = ContinuousClock.now
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        // The keys are split for 1.2 s: TRYAGAIN until the slot has moved.
+                        try await Task.sleep(for: .milliseconds(1_200))
+                        try cluster.cli(["-p", "\(from)", "MIGRATE", "127.0.0.1", "\(to)", "", "0", "5000", "KEYS", stays])
+                        for node in cluster.nodes where node.isRunning {
+                            try cluster.cli(["-p", "\(node.port)", "CLUSTER", "SETSLOT", "\(slot)", "NODE", toId])
+                        }
+                    }
+                    let values = try await client.send("MGET", moved, stays).array?.compactMap(\.string)
+                    #expect(values == ["m", "s"])
+                    #expect(ContinuousClock.now - started >= .milliseconds(1_200))
+                    try await group.waitForAll()
+                }
+            }
+        }
+    }
+
     @Test func aLiveReshardingLosesNoWrite() async throws {
         try await withTestCluster { cluster in
             try await withTestClient(url: cluster.url) { client in
