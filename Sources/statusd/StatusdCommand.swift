@@ -41,6 +41,17 @@ struct StatusdCommand: AsyncParsableCommand {
     @Option(help: "Seconds over which a node asked to stop closes its device sockets (1012), not ready meanwhile (env STATUSD_DRAIN_SECONDS).")
     var drainSeconds: Double = Double(ProcessInfo.processInfo.environment["STATUSD_DRAIN_SECONDS"] ?? "") ?? 10
 
+    @Option(
+        help: """
+            Port of an operator listener serving /metrics without credentials (env STATUSD_METRICS_PORT; the public \
+            /metrics asks for the admin key).
+            """
+    )
+    var metricsPort: Int? = ProcessInfo.processInfo.environment["STATUSD_METRICS_PORT"].flatMap { Int($0) }
+
+    @Option(help: "Address of the operator listener (env STATUSD_METRICS_HOST).")
+    var metricsHost: String = ProcessInfo.processInfo.environment["STATUSD_METRICS_HOST"] ?? "127.0.0.1"
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (env STATUSD_LOG_LEVEL).")
     var logLevel: String = ProcessInfo.processInfo.environment["STATUSD_LOG_LEVEL"] ?? "info"
 
@@ -69,6 +80,8 @@ struct StatusdCommand: AsyncParsableCommand {
         var configuration = ServerConfiguration(host: host, port: port, redis: redis, adminKey: key)
         if let nodeId { configuration.nodeId = nodeId }
         configuration.nodeLeaseSeconds = max(2, leaseSeconds)
+        configuration.metricsPort = metricsPort
+        configuration.metricsHost = metricsHost
         configuration.drain = NodeDrain(duration: .milliseconds(Int64(max(0, drainSeconds) * 1000)))
         if adminKey == nil {
             // Logged, not printed: stdout is block-buffered under systemd and Docker, so a print could stay unseen; and

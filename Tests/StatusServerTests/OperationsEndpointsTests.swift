@@ -6,6 +6,10 @@ import Testing
 
 @testable import StatusServer
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// SPEC §9 health, readiness and metrics; SPEC §7 `UNAVAILABLE` when Redis cannot be reached.
 @Suite struct OperationsEndpointsTests {
     @Test func metricsAreExportedInPrometheusText() async throws {
@@ -14,9 +18,10 @@ import Testing
             try await app.createUsers(["alice", "bob"])
             for _ in 0..<21 { _ = try await app.call(.post, "/users/alice/status/query", ["userIds": ["bob"]]) }
             try await app.withDevice(port: api.client.port!, userId: "alice", DeviceOptions(deviceId: "d1")) { _, _ in
-                let metrics = try await api.raw(.get, "/metrics", key: nil)
-                #expect(metrics.status == 200)
-                let text = try await api.client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+                // The node's counts are the operator's: without the admin key (or with an app's), 401.
+                expectError(try await api.raw(.get, "/metrics", key: nil), 401, "UNAUTHORIZED")
+                expectError(try await api.raw(.get, "/metrics", key: app.apiKey), 401, "UNAUTHORIZED")
+                let text = try await api.metricsText()
                 #expect(text.contains("statusd_connected_devices"))
                 #expect(text.contains("statusd_rate_limited_total"))
                 #expect(text.contains("statusd_events_delivered_total"))
@@ -35,7 +40,7 @@ import Testing
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["alice"])
             func metrics() async throws -> [Substring] {
-                let text = try await api.client.execute(uri: "/metrics", method: .get) { String(buffer: $0.body) }
+                let text = try await api.metricsText()
                 return text.split(separator: "\n").filter { $0.hasPrefix("hb_requests{") }
             }
             let putSeries =
@@ -54,6 +59,29 @@ import Testing
             #expect(puts(series) - before == 3)
             #expect(!series.contains { $0.contains("PROPFIND") || $0.contains("REPORT") })
             #expect(series.contains { $0.contains("http_request_method=\"_OTHER\"") && $0.contains("\"405\"") })
+        }
+    }
+
+    /// An operator listener (`--metrics-port`) serves `/metrics` without credentials, on its own address.
+    @Test func theOperatorListenerServesMetricsWithoutCredentials() async throws {
+        let port = try ChildNode.freePort()
+        let configure: (inout ServerConfiguration) -> Void = { $0.metricsPort = port }
+        try await withStatusd(.live, configure: configure) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            var text = ""
+            let deadline = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < deadline {
+                if let (data, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/metrics")!),
+                    (response as? HTTPURLResponse)?.statusCode == 200
+                {
+                    text = String(decoding: data, as: UTF8.self)
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(text.contains("statusd_connected_devices"))
+            expectError(try await api.raw(.get, "/metrics", key: nil), 401, "UNAUTHORIZED")
         }
     }
 

@@ -87,7 +87,9 @@ def api(method, path, body=None, key=None):
 
 
 def served_metrics():
-    with urllib.request.urlopen(BASE + "/metrics", timeout=10) as response:
+    # The public listener's /metrics asks for the admin key (the node's counts are the operator's).
+    request = urllib.request.Request(BASE + "/metrics", headers={"Authorization": f"Bearer {args.admin_key}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
         text = response.read().decode()
     return {re.match(r"[A-Za-z_:][A-Za-z0-9_:]*", line).group(0) for line in text.splitlines() if line and not line.startswith("#")}
 

@@ -215,7 +215,7 @@ def templates(api):
     t = [
         ("health", "GET", [("healthz", None)], "", None, None, "ro"),
         ("ready", "GET", [("readyz", None)], "", None, None, "ro"),
-        ("metrics", "GET", [("metrics", None)], "", None, None, "ro"),
+        ("metrics", "GET", [("metrics", None)], "", "admin", None, "ro"),
         ("openapi", "GET", [("openapi.json", None)], "", None, None, "ro"),
         ("client-js", "GET", [("client", None), ("statusd.js", None)], "", None, None, "ro"),
         ("console", "GET", [("console", None)], "", None, None, "ro"),

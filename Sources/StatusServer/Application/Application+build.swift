@@ -1,6 +1,7 @@
 import Hummingbird
 import HummingbirdCore
 import Logging
+import Prometheus
 import RedisClient
 import ServiceLifecycle
 import StatusCore
@@ -12,7 +13,8 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     let wiring = try NodeWiring(configuration: configuration, redis: redis, logger: logger)
     let index = FanoutIndex()
     let activity = AppActivity()
-    let router = try buildRouter(wiring: wiring, index: index, activity: activity)
+    let registry = MetricsBootstrap.registry()
+    let router = try buildRouter(wiring: wiring, index: index, activity: activity, registry: registry)
     let work = DeviceWorkQueue()
     let fanout = wiring.fanout(index: index, work: work)
     var limits = DeviceConnectionStateMachine.Limits()
@@ -36,14 +38,30 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
         wiring.housekeeping(index: index, fanout: fanout, accuracy: activity.accuracy),
         wiring.webhookDispatcher()
     )
+    if let metricsPort = configuration.metricsPort {
+        // The operator listener: `/metrics` without credentials, on its own address (SPEC §9).
+        let metricsRouter = Router()
+        MetricsRoutes(registry: registry).register(on: metricsRouter)
+        app.addServices(
+            Application(
+                router: metricsRouter,
+                configuration: .init(address: .hostname(configuration.metricsHost, port: metricsPort), serverName: "statusd-metrics"),
+                logger: logger
+            )
+        )
+    }
     return app
 }
 
 /// Every HTTP route of a node (SPEC §7, §9) with its middleware. The OpenAPI document at `/openapi.json` describes
 /// exactly these routes; a test reads ``Router/routes`` of this router to keep the two in step.
-func buildRouter(wiring: NodeWiring, index: FanoutIndex, activity: AppActivity) throws -> Router<StatusRequestContext> {
+func buildRouter(
+    wiring: NodeWiring,
+    index: FanoutIndex,
+    activity: AppActivity,
+    registry: PrometheusCollectorRegistry = MetricsBootstrap.registry()
+) throws -> Router<StatusRequestContext> {
     let router = Router(context: StatusRequestContext.self)
-    let registry = MetricsBootstrap.registry()
     router.add(middleware: RequestMetricsMiddleware())
     router.add(middleware: ErrorMiddleware(activity: activity))
     router.add(middleware: EmptyPathSegmentMiddleware())

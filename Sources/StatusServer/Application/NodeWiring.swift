@@ -84,7 +84,7 @@ struct NodeWiring: Sendable {
     // MARK: Route groups
 
     func healthRoutes(registry: PrometheusCollectorRegistry) -> HealthRoutes {
-        HealthRoutes(probe: storage.health, drain: configuration.drain, registry: registry)
+        HealthRoutes(probe: storage.health, drain: configuration.drain, registry: registry, auth: auth)
     }
 
     func adminRoutes() -> AdminRoutes {

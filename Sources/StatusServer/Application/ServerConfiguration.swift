@@ -35,6 +35,11 @@ public struct ServerConfiguration: Sendable {
     var snapshotScopeLimit = SessionSnapshot.scopeLimit
     /// Where the node reads its own time (``NodeClock``): the system's, or one a test drives.
     public var clock: any NodeClock
+    /// The port of the operator listener that serves `/metrics` without credentials (nil: none; the public listener's
+    /// `/metrics` asks for the admin key either way).
+    public var metricsPort: Int?
+    /// The address of the operator listener (loopback by default: reachable from the node's own host only).
+    public var metricsHost = "127.0.0.1"
     /// How the node drains when asked to stop (SPEC §9): run by a ``NodeDrainService`` beside the application.
     public var drain = NodeDrain()
 

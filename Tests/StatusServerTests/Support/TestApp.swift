@@ -32,6 +32,13 @@ struct APIClient {
         }
     }
 
+    /// The node's `/metrics` text, read with the admin key.
+    func metricsText() async throws -> String {
+        try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: "Bearer \(adminKey)"]) {
+            String(buffer: $0.body)
+        }
+    }
+
     /// Sends a JSON body (any Encodable, usually a dictionary literal of JSONValue) with the app's API key.
     func call(_ method: HTTPRequest.Method, _ path: String, _ body: JSONValue? = nil, key: String? = nil) async throws -> APIResponse {
         let text = try body.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
