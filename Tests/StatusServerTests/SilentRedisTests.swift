@@ -79,4 +79,32 @@ import Testing
             }
         }
     }
+
+    /// Every request reads its app's record, kept 500 ms. When Redis cannot answer a new read, the copy held keeps
+    /// serving (on a cluster: while the shard of `{appId}` fails over, only the users on that shard are refused), and
+    /// the read is tried again meanwhile; an app never read is refused as before.
+    @Test func anAppsRecordServesFromItsCopyWhileRedisCannotBeRead() async throws {
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "stale"))
+        try await withThrowingTaskGroup(of: Void.self) { service in
+            service.addTask { try await redis.run() }
+            defer { service.cancelAll() }
+            let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: SystemNodeClock())
+            _ = try await registry.create(appId: "held", config: AppConfig())
+            _ = try await registry.create(appId: "unread", config: AppConfig())
+            let held = try #require(try await registry.find("held"))
+            server.pause()
+            defer { server.resume() }
+            try await Task.sleep(for: AppRegistry.cacheTTL + .milliseconds(100))
+            // The first read after the copy lapsed waits for Redis (the command timeout), then serves the copy...
+            #expect(try await registry.find("held")?.apiKeyDigest == held.apiKeyDigest)
+            // ...and the next ones serve it at once.
+            let started = ContinuousClock.now
+            #expect(try await registry.find("held")?.apiKeyDigest == held.apiKeyDigest)
+            #expect(ContinuousClock.now - started < .milliseconds(100))
+            let uncached = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: SystemNodeClock())
+            await #expect(throws: RedisClientError.self) { _ = try await uncached.find("unread") }
+        }
+    }
 }
