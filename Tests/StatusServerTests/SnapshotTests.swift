@@ -25,6 +25,7 @@ import Testing
             try await facade.addFriends("watcher", ["carol"])
             try await facade.addBlocks("bob", ["watcher"])
             try await facade.setSelfStatus("alice", customStatus: "here")
+            let maskedBob = try await app.query("watcher", ["bob"]).body["statuses"][0]
             let port = api.client.port!
             try await app.withDevice(port: port, userId: "watcher", DeviceOptions(deviceId: "w1", snapshot: true)) { device, _ in
                 try await device.waitFor { $0["event"] == "onUserStatusChanged" }
@@ -33,9 +34,10 @@ import Testing
                 let snapshot = try #require(received.dropFirst().first)
                 #expect(snapshot["snapshot"] == true)
                 #expect(snapshot.has("truncated") == false)
-                // bob blocked the watcher: not heard, not listed; dave is no relation.
-                #expect(snapshot["statuses"].array.compactMap { $0["userId"].string } == ["alice", "carol"])
+                // bob blocked the watcher: listed in the block mask; dave is no relation.
+                #expect(snapshot["statuses"].array.compactMap { $0["userId"].string } == ["alice", "bob", "carol"])
                 #expect(snapshot["statuses"][0]["customStatus"] == "here")
+                #expect(snapshot["statuses"][1] == maskedBob)
             }
             try await app.withDevice(port: port, userId: "loner", DeviceOptions(deviceId: "l1", snapshot: true)) { device, _ in
                 try await device.waitFor { $0["event"] == "onUserStatusChanged" }
@@ -102,6 +104,73 @@ import Testing
                 ]
             ) { response in response.status.code }
             #expect(refused == 400)
+        }
+    }
+}
+
+extension SnapshotTests {
+    static let blockConfig: JSONValue = [
+        "plan": "premium", "statusQuery": true, "friendStatusNotify": true, "rateLimit": ["calls": 1000, "windowSeconds": 1],
+    ]
+
+    /// SPEC §10.5 blocks and §10.6: a user of the device's app-wide scope on either side of a block with the device's
+    /// user is shown in the block mask (offline, no custom status, no lastActiveAt, the public version of when the
+    /// block began), never as they are; so is the resume that falls back to the snapshot.
+    @Test(arguments: ["alice", "mallory"], ["all", "roles:member"])
+    func aBlockedUserOfTheScopeIsShownInTheMask(blocker: String, scope: String) async throws {
+        let smallLog: (inout ServerConfiguration) -> Void = { $0.resumeLogReadLimit = 2 }
+        try await withStatusd(.live, configure: smallLog) { api in
+            let app = try await api.createApp(config: Self.blockConfig)
+            try await app.createUsers(["mallory", "o1", "o2", "o3"])
+            expectOK(try await app.call(.put, "/users/alice", ["role": "member"]))
+            expectOK(try await app.login("alice", "phone"))
+            expectOK(try await app.setStatus("alice", "around"))
+            let blocked = blocker == "alice" ? "mallory" : "alice"
+            expectOK(try await app.call(.put, "/users/\(blocker)/blocks", ["userIds": [.string(blocked)]]))
+            let masked = try await app.query("mallory", ["alice"]).body["statuses"][0]
+            #expect(masked["statusType"] == "offline" && !masked.has("customStatus"), "\(masked)")
+            let port = try #require(api.client.port)
+            let options = DeviceOptions(deviceId: "m1", presence: scope, snapshot: true)
+            let token = try await app.withDevice(port: port, userId: "mallory", options) { device, welcome in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                let snapshot = try #require(try frames(device).first { $0["snapshot"] == true })
+                #expect(snapshot["statuses"].array.first { $0["userId"] == "alice" } == masked, "\(snapshot)")
+                return try #require(welcome["resume"].string)
+            }
+            // More moved while away than the resume reads from the log: it sends the snapshot instead, masked alike.
+            for user in ["o1", "o2", "o3"] { expectOK(try await app.login(user, "d")) }
+            let resumed = DeviceOptions(deviceId: "m1", presence: scope, resume: token)
+            try await app.withDevice(port: port, userId: "mallory", resumed) { device, _ in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                let frame = try #require(try frames(device).dropFirst().first)
+                #expect(frame["statuses"].array.first { $0["userId"] == "alice" } == masked, "\(frame)")
+            }
+        }
+    }
+
+    /// SPEC §10.6: a subscription or a friend on either side of a block is listed in the block mask, so that a client
+    /// replacing its cache with the snapshot drops what it knew before the block.
+    @Test func aSubscriptionOrFriendOnEitherSideOfABlockIsListedInTheMask() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: Self.blockConfig)
+            try await app.createUsers(["watcher", "bob", "carol", "dan"])
+            expectOK(try await app.subscribe("watcher", ["bob", "dan"]))
+            expectOK(try await app.call(.put, "/users/watcher/friends", ["userIds": ["carol"]]))
+            for user in ["bob", "carol", "dan"] {
+                expectOK(try await app.login(user, "d"))
+                expectOK(try await app.setStatus(user, "hello"))
+            }
+            expectOK(try await app.call(.put, "/users/watcher/blocks", ["userIds": ["bob"]]))
+            expectOK(try await app.call(.put, "/users/carol/blocks", ["userIds": ["watcher"]]))
+            let seen = try await app.query("watcher", ["bob", "carol", "dan"]).body["statuses"].array
+            #expect(seen.map { $0["statusType"] } == ["offline", "offline", "online"])
+            try await app.withDevice(port: try #require(api.client.port), userId: "watcher", DeviceOptions(deviceId: "w1", snapshot: true)) {
+                device,
+                _ in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                let snapshot = try #require(try frames(device).first { $0["snapshot"] == true })
+                #expect(snapshot["statuses"].array == seen, "\(snapshot)")
+            }
         }
     }
 }

@@ -415,6 +415,12 @@ final class FanoutIndex: Sendable {
         }
     }
 
+    /// The users on either side of a block with the session's user (empty when the user has no session here): a
+    /// snapshot shows each of them in the block mask, never as they are (SPEC §10.5, §10.6).
+    func blocked(by session: DeviceSession) -> Set<String> {
+        state.withLock { $0.users[AppUser(appId: session.appId, userId: session.userId)]?.blocked ?? [] }
+    }
+
     private static func setRelations(_ relations: Relations, for key: AppUser, in state: inout State) {
         guard let old = state.users[key] else { return }
         state.forgetAudiences()

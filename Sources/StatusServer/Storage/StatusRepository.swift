@@ -66,6 +66,19 @@ struct StatusRepository: Sendable {
         return versions
     }
 
+    /// The public versions that `viewer` is shown of the users on either side of a block with them, each as it stood
+    /// when the block began (SPEC §10.5, ``UserKeys/blockVersions``): one `HGETALL` of the viewer's own keys.
+    func blockVersions(appId: String, viewer: String) async throws -> [String: Int64] {
+        let fields = try await redis.send("HGETALL", RedisKeys(appId: appId).user(viewer).blockVersions).array ?? []
+        var versions: [String: Int64] = [:]
+        for index in stride(from: 0, to: fields.count - 1, by: 2) {
+            if let userId = fields[index].string, let version = fields[index + 1].string.flatMap({ Int64($0) }) {
+                versions[userId] = version
+            }
+        }
+        return versions
+    }
+
     /// The commands that read the statuses of `userIds`: one `HMGET` of ``readFields`` per user, each touching one
     /// user's keys only, so they can share a pipeline with other commands, or go to different shards. (Which of them
     /// are a viewer's friends is asked on the viewer's keys, by `query_rate_limit.lua`.)

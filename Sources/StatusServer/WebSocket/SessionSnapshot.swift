@@ -3,8 +3,11 @@ import StatusCore
 
 /// The current status of everyone a session may hear about (SPEC §10.6 snapshot), read once, in pipelined batches:
 /// its relationships (§6 rules 2–3 and the `friends` scope) and, for an `all` or `roles:` scope, the users of that
-/// scope it currently sees online, at most ``scopeLimit``. Each is shown as the session may see it (blocked pairs are
-/// not heard at all, last-seen privacy applies). A snapshot is no call: not rate-limited, not counted.
+/// scope it currently sees online, at most ``scopeLimit``. Each is shown as the session may see it (last-seen privacy
+/// applies). A user on either side of a block with the session's user whom the session would hear about without the
+/// block (a subscription, a friend, or one of its scope) is listed in the block mask, whatever their status, so that a
+/// client replacing its cache with the snapshot drops what it knew of them, and learns nothing of them from whether
+/// they are listed. A snapshot is no call: not rate-limited, not counted.
 ///
 /// It serves `&snapshot=true` and a resume whose log of recent changes passed its bound (``RecentChanges/readLimit``):
 /// rather than silently drop what lies beyond, that resume sends the snapshot instead.
@@ -31,33 +34,51 @@ struct SessionSnapshot: Sendable {
         let config = app.config
         var shown: [UserStatus] = []
         var listed: Set<String> = [session.userId]
-        let related = index.watched(by: session).filter { !$0.isSelf }
-        for chunk in related.chunks(of: FanoutService.resyncChunk) {
+        let blocked = index.blocked(by: session)
+        let blockVersions = blocked.isEmpty ? [:] : try await statuses.blockVersions(appId: app.appId, viewer: session.userId)
+        for chunk in candidates(of: session, blocked: blocked).chunks(of: FanoutService.resyncChunk) {
             let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
             for facts in chunk {
-                guard let stored = statuses[facts.userId], Entitlement.hears(facts, role: stored.role, scope: session.scope, config: config)
+                // Whom the session would hear about were there no block: a blocked one is shown in the mask.
+                var unblocked = facts
+                unblocked.blocked = false
+                guard let stored = statuses[facts.userId], Entitlement.hears(unblocked, role: stored.role, scope: session.scope, config: config)
                 else { continue }
                 listed.insert(facts.userId)
-                shown.append(stored.viewed(as: .others(isFriend: facts.isFriend), appDefault: config.lastSeenPrivacy))
+                let view: PresenceView =
+                    facts.blocked ? .blocked(publicVersionAtBlock: blockVersions[facts.userId]) : .others(isFriend: facts.isFriend)
+                shown.append(stored.viewed(as: view, appDefault: config.lastSeenPrivacy))
             }
         }
         var truncated = false
         if session.scope.isAppWide, config.allowsStatusQuery {
-            truncated = try await appendScope(of: session, app: app, listed: &listed, into: &shown)
+            truncated = try await appendScope(of: session, app: app, blocked: blocked, listed: &listed, into: &shown)
         }
         shown.sort { $0.userId < $1.userId }
         return Result(statuses: shown, truncated: truncated)
     }
 
-    /// Adds the online users of an app-wide scope, in id order, up to ``scopeLimit`` (as configured); returns whether
-    /// some were left out.
+    /// The session's relationships and, for an app-wide scope, the users on either side of a block with its user (any
+    /// of them may be of its scope), each once.
+    private func candidates(of session: DeviceSession, blocked: Set<String>) -> [Entitlement.Facts] {
+        var facts = index.watched(by: session).filter { !$0.isSelf }
+        guard session.scope.isAppWide else { return facts }
+        let related = Set(facts.map(\.userId))
+        for userId in blocked.sorted() where !related.contains(userId) && userId != session.userId {
+            facts.append(Entitlement.Facts(userId: userId, isSelf: false, subscribes: false, isFriend: false, blocked: true))
+        }
+        return facts
+    }
+
+    /// Adds the online users of an app-wide scope, in id order, up to ``scopeLimit`` (as configured), leaving out the
+    /// users on either side of a block (`blocked`, listed in the mask already); returns whether some were left out.
     private func appendScope(
         of session: DeviceSession,
         app: AppRecord,
+        blocked: Set<String>,
         listed: inout Set<String>,
         into shown: inout [UserStatus]
     ) async throws -> Bool {
-        let blocked = index.watched(by: session).filter(\.blocked).map(\.userId)
         var after: String?
         var added = 0
         var examined = 0
