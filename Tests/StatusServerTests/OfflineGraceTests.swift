@@ -233,3 +233,47 @@ extension Sequence {
         return results
     }
 }
+
+extension OfflineGraceTests {
+    /// SPEC §10.3: a kick of all the user's devices, or the deletion of the user, during the grace ends it at once: the
+    /// user is `unlogined` (or gone), and watchers are told as for any kick.
+    @Test(arguments: ["kick", "delete"])
+    func aKickOfEveryDeviceOrADeletionEndsTheGraceAtOnce(action: String) async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: Self.config(grace: 30))
+            try await app.createUsers(["alice", "bob"])
+            let port = try #require(api.client.port)
+            try await app.withDevice(port: port, userId: "bob", DeviceOptions(deviceId: "bob-1", presence: "all")) { watcher, _ in
+                let (set, shown) = try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { device, _ in
+                    _ = try await watcher.nextStatus(of: "alice")
+                    let reply = try await device.request("setSelfStatus", ["customStatus": "on the train"])
+                    return (reply["result"], try await watcher.nextStatus(of: "alice"))
+                }
+                let dropped = Int64(Date().timeIntervalSince1970 * 1000)
+                // The drop filed: online with no device, in the grace.
+                let deadline = ContinuousClock.now + .seconds(3)
+                while try await app.ownStatus("alice")["onlineDevices"] != [] {
+                    guard ContinuousClock.now < deadline else { throw TestAppError(message: "the drop was not filed") }
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                let filed = Int64(Date().timeIntervalSince1970 * 1000)
+                #expect(try await app.ownStatus("alice")["statusType"] == "online", "in the grace")
+                try await Task.sleep(for: .milliseconds(500))
+                if action == "kick" {
+                    #expect(expectOK(try await app.call(.post, "/users/alice/kick", [:])) == ["kicked": []])
+                    let own = try await app.ownStatus("alice")
+                    #expect(own["statusType"] == "unlogined" && !own.has("customStatus"), "\(own)")
+                    #expect(own["version"].int == (set["version"].int ?? 0) + 1)
+                    // lastActiveAt is the drop, not the kick.
+                    let lastActive = try #require(own["lastActiveAt"].int)
+                    #expect(lastActive >= dropped - 300 && lastActive <= filed + 50, "lastActiveAt \(lastActive - dropped) ms from the drop")
+                } else {
+                    #expect(try await app.call(.delete, "/users/alice").status == 204)
+                }
+                let told = try await watcher.nextStatus(of: "alice", timeout: .seconds(2))
+                #expect(told["statusType"] == "unlogined" && !told.has("customStatus"), "\(told)")
+                #expect(told["version"].int == (shown["version"].int ?? 0) + 1)
+            }
+        }
+    }
+}

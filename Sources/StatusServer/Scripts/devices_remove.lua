@@ -5,7 +5,9 @@
 -- the shown availability changed, version +1).
 -- SPEC §10.3: with a grace (`offlineGraceSeconds` > 0) a last device leaving as `offline` leaves the user `online`
 -- with no device until the grace ends (`gd` the drop, `gu` the end; grace_end.lua ends it, a connect cancels it):
--- `onlineDevices` only changes, and the caller wrote the app's grace index entry first.
+-- `onlineDevices` only changes, and the caller wrote the app's grace index entry first. A kick of every device (or the
+-- deletion of the user) during a grace ends it at once: the user is `unlogined`, lastActiveAt the drop (as at the end
+-- of a grace), and watchers are told as for any kick.
 -- SPEC §4: the retention clock of the subscriptions starts when the user leaves online.
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script.
 -- SPEC §7 resume: a WebSocket device that lost its socket leaves a resume point (ResumePoint.swift), written in the
@@ -45,6 +47,17 @@ local changed = 0
 local cleared = 0
 local public_change = 0
 local devices -- read once the devices are final (update_auto_away), and reused by status_reply
+-- The user leaves `online` as ARGV[1], last active at `last_active`: one change with the clearing of the custom status.
+local function leave_online(before, last_active)
+    redis.call('HSET', KEYS[1], 't', ARGV[1], 'la', last_active)
+    cleared = redis.call('HDEL', KEYS[1], 'cs')
+    redis.call('HDEL', KEYS[1], 'ce', 'ai', 'gd', 'gu')
+    bump_version(KEYS[1], now)
+    -- SPEC §10.5: an invisible user really leaving changes nothing the public sees.
+    public_change = settle_public(KEYS[1], before, now)
+    redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
+    changed = 1
+end
 if #removed > 0 then
     changed = 2
     local before = read_public(KEYS[1])
@@ -52,14 +65,7 @@ if #removed > 0 then
     if left == 0 and before[1] == 'online' and ARGV[1] == 'offline' and tonumber(ARGV[11]) > 0 then
         redis.call('HSET', KEYS[1], 'gd', now, 'gu', now + tonumber(ARGV[11]))
     elseif left == 0 and before[1] == 'online' then
-        redis.call('HSET', KEYS[1], 't', ARGV[1], 'la', now)
-        cleared = redis.call('HDEL', KEYS[1], 'cs')
-        redis.call('HDEL', KEYS[1], 'ce', 'ai', 'gd', 'gu')
-        bump_version(KEYS[1], now)
-        -- SPEC §10.5: an invisible user really leaving changes nothing the public sees.
-        public_change = settle_public(KEYS[1], before, now)
-        redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
-        changed = 1
+        leave_online(before, now)
     elseif left > 0 and before[1] == 'online' then
         devices = read_devices(KEYS[3])
         update_auto_away(KEYS[1], devices)
@@ -68,6 +74,12 @@ if #removed > 0 then
             public_change = settle_public(KEYS[1], before, now)
             changed = 1
         end
+    end
+elseif ARGV[1] == 'unlogined' and #ARGV <= 11 then
+    -- Every device kicked while none is connected: an offline grace, if one runs, ends now.
+    local g = redis.call('HMGET', KEYS[1], 'gd', 't')
+    if g[1] and g[2] == 'online' and redis.call('HLEN', KEYS[3]) == 0 then
+        leave_online(read_public(KEYS[1]), g[1])
     end
 end
 local header = { changed, cleared, #removed / 2 }
