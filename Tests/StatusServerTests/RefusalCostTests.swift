@@ -22,17 +22,7 @@ import Testing
             let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "probe"))
             try await withThrowingDiscardingTaskGroup { group in
                 group.addTask { try await redis.run() }
-                @Sendable func counts() async throws -> [String: Int] {
-                    let info = try await redis.send("INFO", "commandstats").string ?? ""
-                    var result: [String: Int] = [:]
-                    for line in info.split(separator: "\r\n") where line.hasPrefix("cmdstat_") {
-                        let name = line.dropFirst("cmdstat_".count).prefix { $0 != ":" }
-                        // "cmdstat_<name>:calls=<n>,usec=...": the first field.
-                        let calls = line.split(separator: ":").last?.split(separator: ",").first?.dropFirst("calls=".count) ?? "0"
-                        result[String(name)] = Int(calls) ?? 0
-                    }
-                    return result
-                }
+                @Sendable func counts() async throws -> [String: Int] { try await Self.commandCounts(redis) }
                 @Sendable func targetWork(during call: () async throws -> APIResponse) async throws -> (APIResponse, [String: Int]) {
                     let before = try await counts()
                     let response = try await call()
@@ -62,6 +52,52 @@ import Testing
                 let (gated, gateWork) = try await targetWork { try await app.query("alice", targets) }
                 expectError(gated, 403, "FEATURE_DISABLED")
                 #expect(gateWork.isEmpty)
+                group.cancelAll()
+            }
+        }
+    }
+}
+
+extension RefusalCostTests {
+    /// Calls per command name since the server started, as `INFO commandstats` counts them (scripts' commands too).
+    static func commandCounts(_ redis: RedisClient) async throws -> [String: Int] {
+        let info = try await redis.send("INFO", "commandstats").string ?? ""
+        var result: [String: Int] = [:]
+        for line in info.split(separator: "\r\n") where line.hasPrefix("cmdstat_") {
+            let name = line.dropFirst("cmdstat_".count).prefix { $0 != ":" }
+            // "cmdstat_<name>:calls=<n>,usec=...": the first field.
+            let calls = line.split(separator: ":").last?.split(separator: ",").first?.dropFirst("calls=".count) ?? "0"
+            result[String(name)] = Int(calls) ?? 0
+        }
+        return result
+    }
+
+    /// SPEC §7: a refused request changes nothing. setSelfStatus with `clearAfterSeconds` for a user who does not exist
+    /// is `USER_NOT_FOUND` and writes no expiry entry, nor lists the app among those with expiries.
+    @Test func aSetSelfStatusForAnUnknownUserWritesNothing() async throws {
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        try await withStatusd(configure: server.install) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "probe"))
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { try await redis.run() }
+                let before = try await Self.commandCounts(redis)
+                for _ in 0..<10 {
+                    let refused = try await app.call(.put, "/users/nobody/status", ["customStatus": "x", "clearAfterSeconds": 60])
+                    expectError(refused, 404, "USER_NOT_FOUND")
+                }
+                let after = try await Self.commandCounts(redis)
+                // The node's own lease renewal may run a ZADD meanwhile; each refused call would add one of each.
+                for command in ["zadd", "sadd", "hset", "hdel"] {
+                    let ran = after[command, default: 0] - before[command, default: 0]
+                    #expect(ran <= 2, "\(command) ran \(ran) times for 10 refused requests")
+                }
+                let keys = RedisKeys(appId: app.appId)
+                #expect(try await redis.send("EXISTS", keys.expiries).int == 0)
+                #expect(try await redis.send("EXISTS", keys.user("nobody").status).int == 0)
+                #expect(try await redis.send("SISMEMBER", RedisKeys.expiringApps, app.appId).int == 0)
                 group.cancelAll()
             }
         }

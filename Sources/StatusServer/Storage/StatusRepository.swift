@@ -170,6 +170,10 @@ struct StatusRepository: Sendable {
     ) async throws -> SetResult {
         let user = RedisKeys(appId: appId).user(userId)
         if let expiresAt {
+            // SPEC §7: a refused request writes nothing, so the user's existence is checked before the entry.
+            guard try await redis.send("EXISTS", user.profile).int == 1 else {
+                throw StatusError(.userNotFound, "user \(userId) not found")
+            }
             // SPEC §10.2: the due-time entry first, so that no stored expiry is ever missing from the index (an entry
             // whose status was not written is dropped by the sweep when it falls due).
             _ = try await redis.pipeline([
