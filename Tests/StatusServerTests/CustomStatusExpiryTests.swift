@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import RedisClient
 import StatusCore
 import Testing
 
@@ -176,6 +178,144 @@ extension CustomStatusExpiryTests {
             }
             #expect(Int64(Date().timeIntervalSince1970 * 1000) >= expires)
             #expect(try await app.ownStatus("alice")["version"].int == (set["version"].int ?? 0) + 1)
+        }
+    }
+}
+
+/// SPEC §10.2 "within 1 s of that moment", whatever the order in which writes, sweeps and nodes reach Redis: the due
+/// index (in the app's slot) and the status (in the user's) are separate round trips, so the index may hold another
+/// time than the stored expiry; the stored one decides, and no entry goes while an expiry is stored.
+extension CustomStatusExpiryTests {
+    /// Two setSelfStatus of one user at the same moment, "short" (2 s) and "long" (an hour), from two devices of the
+    /// user (two sockets: the node runs them at once), for many users: whichever was stored last, a "short" that stayed
+    /// is cleared within a second of its moment.
+    @Test func racingCustomStatusesOfOneUserNeverLeaveAnExpiryBehind() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            let users = (0..<60).map { "u\($0)" }
+            try await app.createUsers(users)
+            let port = try #require(api.client.port)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                var pairs: [(TestDevice, TestDevice)] = []
+                for user in users {
+                    let short = try await app.openDevice(port: port, userId: user, DeviceOptions(deviceId: "d1")) { group.addTask(operation: $0) }.0
+                    let long = try await app.openDevice(port: port, userId: user, DeviceOptions(deviceId: "d2")) { group.addTask(operation: $0) }.0
+                    pairs.append((short, long))
+                }
+                // Both frames of a pair written back to back, every pair before any reply is awaited.
+                for (short, long) in pairs {
+                    try await short.send(["id": "s", "op": "setSelfStatus", "customStatus": "short", "clearAfterSeconds": 2])
+                    try await long.send(["id": "l", "op": "setSelfStatus", "customStatus": "long", "clearAfterSeconds": 3600])
+                }
+                var kept = 0
+                var latest: Int64 = 0
+                for (short, long) in pairs {
+                    let first = try await short.next { $0["id"] == "s" }
+                    let second = try await long.next { $0["id"] == "l" }
+                    #expect(first["ok"] == true && second["ok"] == true)
+                    latest = max(latest, first["result"]["customStatusExpiresAt"].int ?? 0)
+                }
+                for user in users where try await app.ownStatus(user)["customStatus"] == "short" { kept += 1 }
+                // Past every "short" moment by a second: none is left.
+                let wait = latest + 1000 - Int64(Date().timeIntervalSince1970 * 1000)
+                if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+                var stuck: [String] = []
+                for user in users {
+                    if try await app.ownStatus(user)["customStatus"] == "short" { stuck.append(user) }
+                }
+                print("racing pairs: \(users.count) users, \(kept) left on \"short\", \(stuck.count) of them kept it past its moment")
+                #expect(stuck.isEmpty, "\(stuck.count) of \(kept) users left on \"short\" kept it past its moment: \(stuck)")
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// A node that took an entry (leased it) and died before handling it: once the lease ran out, another node clears
+    /// the custom status, though the entry's time is then the lease's.
+    @Test func anEntryLeasedByANodeThatDiedIsClearedByAnother() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "expiry-lease-test"))
+        defer { Task { await redis.close() } }
+        let storage = try StorageLayer(redis: redis, configuration: try TestRedis.configuration, clock: SystemNodeClock())
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            let set = expectOK(try await set(app, "alice", ["customStatus": "brb", "clearAfterSeconds": 1]))
+            let expires = try #require(set["customStatusExpiresAt"].int)
+            // The node that dies: its clock a little ahead, it takes the entry before the live node does, and stops.
+            let keys = RedisKeys(appId: app.appId)
+            let taken = try await storage.dueIndexes.take(
+                DueIndexKeys(index: keys.expiries, leases: keys.expiryLeases),
+                nowMs: expires + 100,
+                leaseMs: DueIndexSweep.leaseMs,
+                limit: 10
+            )
+            #expect(taken.map(\.userId) == ["alice"])
+            let status = try await waitUntil(app, "alice", timeout: .seconds(10)) { !$0.has("customStatus") }
+            #expect(status["version"].int == (set["version"].int ?? 0) + 1)
+        }
+    }
+
+    /// A node whose clock runs ahead takes an entry early and, told its moment has not come, puts it back at it; a
+    /// newer, earlier expiry written meanwhile is not pushed back to that later moment.
+    @Test func anEntryPutBackNeverMovesANewerOneLater() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "expiry-putback-test"))
+        defer { Task { await redis.close() } }
+        let storage = try StorageLayer(redis: redis, configuration: try TestRedis.configuration, clock: SystemNodeClock())
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            let long = expectOK(try await set(app, "alice", ["customStatus": "long", "clearAfterSeconds": 3600]))
+            let later = try #require(long["customStatusExpiresAt"].int)
+            // The node an hour ahead takes the entry, and hears that its moment has not come.
+            let keys = RedisKeys(appId: app.appId)
+            let index = DueIndexKeys(index: keys.expiries, leases: keys.expiryLeases)
+            let leaseScore = later + 1 + DueIndexSweep.leaseMs
+            #expect(try await storage.dueIndexes.take(index, nowMs: later + 1, leaseMs: DueIndexSweep.leaseMs, limit: 10).map(\.userId) == ["alice"])
+            guard case .later(let moment) = try await storage.statuses.expireCustomStatus(appId: app.appId, userId: "alice") else {
+                Issue.record("the expiry was not reported later")
+                return
+            }
+            #expect(moment == later)
+            // Meanwhile a shorter one is stored; then the node puts the entry back at the moment it was told.
+            let short = expectOK(try await set(app, "alice", ["customStatus": "short", "clearAfterSeconds": 1]))
+            try await storage.dueIndexes.finish(index, entries: [("alice", moment)], leaseScore: leaseScore)
+            let status = try await waitUntil(app, "alice", timeout: .seconds(4)) { !$0.has("customStatus") }
+            #expect(status["version"].int == (short["version"].int ?? 0) + 1)
+        }
+    }
+
+    /// An entry whose time is not the stored expiry (a lease's, as an earlier version left it, or another write's):
+    /// taken then, it is not dropped, and the custom status is cleared.
+    @Test func anEntryAtAnotherTimeThanTheStoredExpiryIsNotDropped() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "expiry-drift-test"))
+        defer { Task { await redis.close() } }
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            let set = expectOK(try await set(app, "alice", ["customStatus": "brb", "clearAfterSeconds": 1]))
+            let expires = try #require(set["customStatusExpiresAt"].int)
+            _ = try await redis.send("ZADD", RedisKeys(appId: app.appId).expiries, "XX", String(expires + 1500), "alice")
+            let status = try await waitUntil(app, "alice", timeout: .seconds(5)) { !$0.has("customStatus") }
+            #expect(status["version"].int == (set["version"].int ?? 0) + 1)
+        }
+    }
+
+    /// SPEC §7: a write whose expiry entry could not be written fails, and stores nothing: no custom status is left
+    /// with an expiry nothing would clear.
+    @Test func aFailedExpiryEntryFailsTheWriteAndStoresNothing() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "expiry-error-test"))
+        defer { Task { await redis.close() } }
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            let keys = RedisKeys(appId: app.appId)
+            // The app's index cannot take a ZADD (WRONGTYPE) while this runs.
+            _ = try await redis.send("SET", keys.expiries, "not a sorted set")
+            let refused = try await set(app, "alice", ["customStatus": "brb", "clearAfterSeconds": 1])
+            _ = try await redis.send("DEL", keys.expiries)
+            #expect(refused.status >= 500, "\(refused.status) \(refused.body)")
+            let status = try await app.ownStatus("alice")
+            #expect(!status.has("customStatus") && status["version"] == 0, "\(status)")
         }
     }
 }

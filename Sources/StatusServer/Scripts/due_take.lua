@@ -1,20 +1,30 @@
 -- SPEC §10.2 and §10.3: takes the entries of one of an app's due-time indexes (member userId, score when it falls due,
--- epoch ms: custom status expiries, offline graces) that fell due, and leases them to the calling node: their score
--- moves `lease ms` past now, so another node takes them only if this one did not finish them in that time (it died).
--- Every node sweeps; each entry is done once.
--- KEYS: the index
+-- epoch ms: custom status expiries, offline graces) that fell due, and leases them to the calling node: each moves from
+-- the index to the index's leases, scored `lease ms` past now. While leased an entry is out of the index, so a write
+-- meanwhile (another expiry, another drop) adds a fresh entry there rather than moving the lease. Leases that ran out
+-- (their node died, or failed before finishing them) come back into the index first, due now: whoever takes them reads
+-- the stored value again. Every node sweeps; each entry is handled by one node at a time.
+-- KEYS: the index, its leases
 -- ARGV: now (epoch ms), lease ms, most entries to take
 -- Reply: {userId, due ms, ...} of the taken entries, earliest first.
+local lapsed = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
+for _, user in ipairs(lapsed) do
+    redis.call('ZADD', KEYS[1], 'LT', ARGV[1], user)
+    redis.call('ZREM', KEYS[2], user)
+end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[3]))
 if #due == 0 then
     return due
 end
 local leased = tonumber(ARGV[1]) + tonumber(ARGV[2])
-local args = {}
+local leases = {}
+local users = {}
 for i = 1, #due, 2 do
-    args[#args + 1] = leased
-    args[#args + 1] = due[i]
+    leases[#leases + 1] = leased
+    leases[#leases + 1] = due[i]
+    users[#users + 1] = due[i]
     due[i + 1] = string.format('%d', tonumber(due[i + 1]))
 end
-redis.call('ZADD', KEYS[1], unpack(args))
+redis.call('ZREM', KEYS[1], unpack(users))
+redis.call('ZADD', KEYS[2], unpack(leases))
 return due

@@ -18,14 +18,18 @@ struct RedisKeys: Sendable {
     var appWideListeners: String { "st:{\(appId)}:appwide" }
     /// Backend-driven devices by heartbeat time (member `userId\ndeviceId`).
     var heartbeats: String { "st:{\(appId)}:hb" }
-    /// The due-time index of custom status expiries (SPEC §10.2): member userId, score the `customStatusExpiresAt` to
-    /// clear (epoch ms); an entry being handled is leased (its score pushed past the lease). One per app, in the app's
-    /// slot: the housekeeping of every node reads it (``ExpirySweeper``).
+    /// The due-time index of custom status expiries (SPEC §10.2): member userId, score no later than the
+    /// `customStatusExpiresAt` stored for them (epoch ms; every write adds its own with `ZADD LT`, and the sweep reads
+    /// the stored value, ``ExpirySweeper``). One per app, in the app's slot: the housekeeping of every node reads it.
     var expiries: String { "st:{\(appId)}:expiries" }
+    /// The entries of ``expiries`` being handled, leased to a node: member userId, score when the lease ends.
+    var expiryLeases: String { "st:{\(appId)}:expiries:leased" }
     /// The due-time index of offline graces (SPEC §10.3): member userId, score when the grace ends (epoch ms, the
     /// writing node's estimate; `grace_end.lua` holds the exact end). Written before the drop that may start one, so a
     /// grace outlives the node that started it; swept like ``expiries`` (``GraceSweeper``).
     var graces: String { "st:{\(appId)}:graces" }
+    /// The entries of ``graces`` being handled, leased to a node: member userId, score when the lease ends.
+    var graceLeases: String { "st:{\(appId)}:graces:leased" }
 
     /// The tombstone of an unfinished deletion of this app (hash: API key digest, since, owner, claimed until); while it
     /// stands the appId cannot be created again. In the app record's slot, so one script swaps one for the other.

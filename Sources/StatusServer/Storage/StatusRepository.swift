@@ -170,16 +170,13 @@ struct StatusRepository: Sendable {
     ) async throws -> SetResult {
         let user = RedisKeys(appId: appId).user(userId)
         if let expiresAt {
-            // SPEC §7: a refused request writes nothing, so the user's existence is checked before the entry.
+            // SPEC §10.2: the due-time entry first, so that an expiry stored by a node that dies right after is in the
+            // index; only for a user who exists (a refused request writes nothing, SPEC §7), and only if written (a
+            // failed write fails the request before anything is stored).
             guard try await redis.send("EXISTS", user.profile).int == 1 else {
                 throw StatusError(.userNotFound, "user \(userId) not found")
             }
-            // SPEC §10.2: the due-time entry first, so that no stored expiry is ever missing from the index (an entry
-            // whose status was not written is dropped by the sweep when it falls due).
-            _ = try await redis.pipeline([
-                ["SADD", RedisKeys.expiringApps, appId],
-                ["ZADD", RedisKeys(appId: appId).expiries, String(expiresAt), userId],
-            ])
+            try await addExpiry(appId: appId, userId: userId, expiresAt: expiresAt)
         }
         let (reply, _) = try await runner.run(
             SetCustomStatus.self,
@@ -187,6 +184,11 @@ struct StatusRepository: Sendable {
             arguments: .init(value: value, appId: appId, userId: userId, keep: keep, availability: availability, expiresAt: expiresAt),
             then: keepMs.map { RecentChanges.record(appId: appId, userId: userId, nowMs: clock.nowMs, keepMs: $0) } ?? []
         )
+        if let expiresAt {
+            // And again once stored: the index is in the app's slot, the status in the user's, so a sweep may have taken
+            // and dropped the entry between the two (it found no expiry stored yet, or an older one it cleared).
+            try? await addExpiry(appId: appId, userId: userId, expiresAt: expiresAt, attempts: 3)
+        }
         return SetResult(
             write: WriteResult(change: reply.change, reply: reply.status.owned(by: userId)),
             publicChange: reply.publicChange,
@@ -195,26 +197,46 @@ struct StatusRepository: Sendable {
         )
     }
 
-    /// What ``expireCustomStatus(appId:userId:dueAt:)`` came to.
+    /// Adds the user to the app's expiry index at `expiresAt` unless an earlier entry is there (`ZADD LT`: the index
+    /// never holds a later time than any expiry stored since, ``ExpirySweeper``), and the app to the apps swept; an
+    /// error reply is thrown, after `attempts` tries.
+    private func addExpiry(appId: String, userId: String, expiresAt: Int64, attempts: Int = 1) async throws {
+        let commands = [["SADD", RedisKeys.expiringApps, appId], ["ZADD", RedisKeys(appId: appId).expiries, "LT", String(expiresAt), userId]]
+        var attempt = 1
+        while true {
+            do {
+                try Self.acknowledged(await redis.pipeline(commands))
+                return
+            } catch {
+                guard attempt < attempts else { throw error }
+                attempt += 1
+            }
+        }
+    }
+
+    /// Throws the first error reply among `replies` (a pipeline's replies are not thrown by the client).
+    private static func acknowledged(_ replies: [RedisValue]) throws {
+        for reply in replies {
+            if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
+        }
+    }
+
+    /// What ``expireCustomStatus(appId:userId:)`` came to.
     enum CustomStatusExpiry: Sendable {
-        /// Nothing to clear: the custom status was changed or cleared since.
+        /// Nothing to clear: no custom status with an expiry is stored.
         case nothing
-        /// Its moment (epoch ms) has not come on the Redis clock: the entry was taken early by a node whose clock runs
-        /// ahead.
+        /// The stored moment (epoch ms) has not come on the Redis clock: the entry was taken early (by a node whose clock
+        /// runs ahead, or at another write's time).
         case later(Int64)
         /// Cleared: the user's status after.
         case cleared(StatusReply)
     }
 
-    /// SPEC §10.2: clears the user's custom status if it still expires at `dueAt` and that moment has come on the Redis
-    /// clock (`custom_status_expire.lua`, which publishes the change).
-    func expireCustomStatus(appId: String, userId: String, dueAt: String) async throws -> CustomStatusExpiry {
+    /// SPEC §10.2: clears the user's custom status if its stored expiry has come on the Redis clock
+    /// (`custom_status_expire.lua`, which publishes the change).
+    func expireCustomStatus(appId: String, userId: String) async throws -> CustomStatusExpiry {
         let user = RedisKeys(appId: appId).user(userId)
-        let reply = try await runner.run(
-            CustomStatusExpire.self,
-            keys: .init(user: user),
-            arguments: .init(dueAt: dueAt, appId: appId, userId: userId)
-        )
+        let reply = try await runner.run(CustomStatusExpire.self, keys: .init(user: user), arguments: .init(appId: appId, userId: userId))
         switch reply {
         case .nothingToClear: return .nothing
         case .later(let expiresAt): return .later(expiresAt)

@@ -67,6 +67,9 @@ import Testing
         expectMalformed("due_take.lua") { _ = try DueTake.Reply(Canned.array([Canned.text("u1")])) }
         expectMalformed("due_take.lua") { _ = try DueTake.Reply(Canned.array([Canned.text("u1"), Canned.array([])])) }
         #expect(try DueDone.Reply(Canned.int(2)).value == 2)
-        #expect(DueDone.Arguments(leaseScore: 9, userIds: ["u"]).strings == ["9", "u"])
+        // A handled entry goes (''); one whose moment has not come goes back at it.
+        #expect(DueDone.Arguments(leaseScore: 9, entries: [("u", nil), ("v", 1234)]).strings == ["9", "u", "", "v", "1234"])
+        let keys = RedisKeys(appId: "app")
+        #expect(DueIndexKeys(index: keys.expiries, leases: keys.expiryLeases).strings == ["st:{app}:expiries", "st:{app}:expiries:leased"])
     }
 }

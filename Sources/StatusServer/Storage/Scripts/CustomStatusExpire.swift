@@ -1,26 +1,26 @@
 import RedisClient
 
-/// The twin of `Scripts/custom_status_expire.lua` (SPEC §10.2): clears a custom status that still expires at the due
-/// time of its index entry, as a notified change.
+/// The twin of `Scripts/custom_status_expire.lua` (SPEC §10.2): clears a custom status whose stored expiry came, as a
+/// notified change, whatever its index entry's time.
 enum CustomStatusExpire: StatusScript {
     static func script(in library: ScriptLibrary) -> RedisScript { library.customStatusExpire }
 
     typealias Keys = UserStatusKeys
 
-    /// ARGV: the due `ce` (epoch ms, as the index entry holds it), appId, userId, the two status channels.
+    /// ARGV: appId, userId, the two status channels.
     struct Arguments: ScriptInput {
-        var dueAt: String
         var appId: String
         var userId: String
 
-        var strings: [String] { [dueAt, appId, userId] + BusChannels.statusArguments(appId, userId) }
+        var strings: [String] { [appId, userId] + BusChannels.statusArguments(appId, userId) }
     }
 
     /// `{0}` when there was nothing to clear, `{2, ce}` when the moment has not come on the Redis clock, else
     /// `{1, public view changed (0|1), <status reply>}`.
     enum Reply: ScriptReply {
         case nothingToClear
-        /// The custom status expires then (epoch ms), later than Redis's time: the entry was taken early.
+        /// The custom status expires then (epoch ms), later than Redis's time: the entry was taken early (a node's clock
+        /// runs ahead, or the entry's time was another write's).
         case later(Int64)
         case cleared(publicChange: Bool, status: StatusReply)
 

@@ -1,7 +1,7 @@
 import RedisClient
 
 /// The twin of `Scripts/due_take.lua` (SPEC §10.2 and §10.3): leases the entries of a due-time index that fell due to
-/// the calling node.
+/// the calling node (they move to the index's leases), after bringing back the leases that ran out.
 enum DueTake: StatusScript {
     static func script(in library: ScriptLibrary) -> RedisScript { library.dueTake }
 
@@ -33,8 +33,9 @@ enum DueTake: StatusScript {
     }
 }
 
-/// KEYS of the due-time index scripts: the index.
+/// KEYS of the due-time index scripts: the index and its leases (the entries being handled), in the app's slot.
 struct DueIndexKeys: ScriptInput {
     var index: String
-    var strings: [String] { [index] }
+    var leases: String
+    var strings: [String] { [index, leases] }
 }
