@@ -277,3 +277,38 @@ extension OfflineGraceTests {
         }
     }
 }
+
+extension OfflineGraceTests {
+    /// SPEC §10.3: a grace is ended by the sweep of its index entry (in the app's slot, not the user's). Where that entry
+    /// cannot be written, no grace starts: the drop takes the user offline at once, as without a grace, rather than
+    /// leaving them online with no device and nothing to end it.
+    @Test func aGraceWhoseIndexEntryCannotBeWrittenDoesNotStart() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "grace-index-test"))
+        defer { Task { await redis.close() } }
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: Self.config(grace: 30))
+            try await app.createUsers(["alice", "bob"])
+            expectOK(try await app.subscribe("bob", ["alice"]))
+            let port = try #require(api.client.port)
+            let graces = RedisKeys(appId: app.appId).graces
+            // The app's grace index cannot take a ZADD (WRONGTYPE) while this runs.
+            _ = try await redis.send("SET", graces, "not a sorted set")
+            let outcome: Result<JSONValue, any Error>
+            do {
+                outcome = .success(
+                    try await app.withDevice(port: port, userId: "bob", DeviceOptions(deviceId: "bob-1")) { watcher, _ in
+                        try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { _, _ in
+                            _ = try await watcher.nextStatus(of: "alice")
+                        }
+                        return try await watcher.nextStatus(of: "alice", timeout: .seconds(3))
+                    }
+                )
+            } catch {
+                outcome = .failure(error)
+            }
+            _ = try await redis.send("DEL", graces)
+            let offline = try outcome.get()
+            #expect(offline["statusType"] == "offline", "\(offline)")
+        }
+    }
+}

@@ -365,7 +365,18 @@ struct StatusRepository: Sendable {
         let user = RedisKeys(appId: appId).user(userId)
         let resumed = deviceIds.count == 1 ? resumePoint : nil
         let keys = DevicesRemove.Keys(user: user, resumeDeviceId: resumed == nil ? nil : deviceIds[0])
-        let graceMs = mode == .offline ? Int64(graceSeconds) * 1000 : 0
+        var graceMs = mode == .offline ? Int64(graceSeconds) * 1000 : 0
+        if graceMs > 0 {
+            // SPEC §10.3: the grace index entry first, acknowledged, so that a grace the script starts is always in the
+            // index (an entry for a user who kept a device is dropped by the sweep when it falls due). The index is in
+            // the app's slot, the script in the user's: where the entry cannot be written, no grace starts and the drop
+            // is what it is without one (the user goes offline now) rather than a grace nothing would ever end.
+            do {
+                try await addGrace(appId: appId, userId: userId, endsAt: clock.nowMs + graceMs)
+            } catch {
+                graceMs = 0
+            }
+        }
         let arguments = DevicesRemove.Arguments(
             mode: mode,
             retentionMs: Int64(retentionSeconds) * 1000,
@@ -378,26 +389,19 @@ struct StatusRepository: Sendable {
             graceMs: graceMs,
             deviceIds: deviceIds
         )
-        let reply: DevicesRemove.Reply
-        if graceMs > 0 {
-            // SPEC §10.3: the grace index entry first, in the same flush, so that a grace the script starts is always
-            // in the index (an entry for a user who kept a device is dropped by the sweep when it falls due).
-            let entry = ["ZADD", RedisKeys(appId: appId).graces, String(clock.nowMs + graceMs), userId]
-            let replies = try await runner.pipeline(
-                [["SADD", RedisKeys.graceApps, appId], entry, try runner.command(DevicesRemove.self, keys: keys, arguments: arguments)],
-                loading: [DevicesRemove.self]
-            )
-            guard replies.count == 3 else { throw StatusReplyError(script: "devices_remove.lua", problem: "\(replies.count) pipelined replies") }
-            reply = try ScriptRunner.decode(DevicesRemove.self, replies[2])
-        } else {
-            reply = try await runner.run(DevicesRemove.self, keys: keys, arguments: arguments)
-        }
+        let reply = try await runner.run(DevicesRemove.self, keys: keys, arguments: arguments)
         return RemoveResult(
             change: reply.change,
             clearedCustomStatus: reply.clearedCustomStatus,
             removed: reply.removed,
             reply: reply.status.owned(by: userId)
         )
+    }
+
+    /// Adds the user to the app's grace index at `endsAt` and the app to the apps swept; an error reply is thrown.
+    private func addGrace(appId: String, userId: String, endsAt: Int64) async throws {
+        let commands = [["SADD", RedisKeys.graceApps, appId], ["ZADD", RedisKeys(appId: appId).graces, String(endsAt), userId]]
+        try Self.acknowledged(await redis.pipeline(commands))
     }
 
     /// Keeps the app's online index in step with users' statuses (applied in version order, in the order given), and
