@@ -234,3 +234,32 @@ import Testing
         }
     }
 }
+
+extension InvisibilityTests {
+    /// SPEC §10.5: an invisible user who really went offline meanwhile and then leaves invisibility while offline shows
+    /// others what they saw: offline since the moment they became invisible, at the same public version (a later
+    /// lastActiveAt would tell them the user had been online while invisible).
+    @Test func leavingInvisibilityWhileOfflineKeepsTheFrozenLastActiveAt() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: Self.config)
+            try await app.createUsers(["alice", "bob"])
+            let port = try #require(api.client.port)
+            let seen = try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { _, _ in
+                expectOK(try await app.call(.put, "/users/alice/status", ["availability": "invisible"]))
+                let seen = try await app.query("bob", ["alice"]).body["statuses"][0]
+                try await Task.sleep(for: .milliseconds(300))
+                return seen
+            }
+            #expect(seen["statusType"] == "offline" && seen.has("lastActiveAt"), "\(seen)")
+            let deadline = ContinuousClock.now + .seconds(3)
+            while try await app.ownStatus("alice")["statusType"] == "online" {
+                guard ContinuousClock.now < deadline else { throw TestAppError(message: "alice still online") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(try await app.query("bob", ["alice"]).body["statuses"][0] == seen)
+            expectOK(try await app.call(.put, "/users/alice/status", ["availability": "available"]))
+            #expect(try await app.query("bob", ["alice"]).body["statuses"][0] == seen)
+            #expect(try await app.ownStatus("alice")["lastActiveAt"] == seen["lastActiveAt"])
+        }
+    }
+}

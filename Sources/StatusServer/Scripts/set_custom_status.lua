@@ -2,7 +2,8 @@
 -- left out keeps its value, and a call that changes nothing notifies nobody.
 -- SPEC §2: `version` +1 on every change of customStatus or availability; while online the request is activity.
 -- SPEC §10.5: becoming invisible freezes what the public sees (`ht`, `hl`: offline since now when online, else the
--- status they had); leaving invisibility drops it; `pv` moves by 1 when the public view changed (lib.lua settle_public).
+-- status they had); leaving invisibility drops it (while not online, the frozen lastActiveAt stays: the moment others
+-- saw the user leave); `pv` moves by 1 when the public view changed (lib.lua settle_public).
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script. The presence index is not touched:
 -- statusType never changes here.
 -- KEYS: status, profile, devices
@@ -80,6 +81,18 @@ if ARGV[7] ~= '' and (s[9] or '') ~= wanted then
         writes[#writes + 1] = 'hl'
         writes[#writes + 1] = s[12]
     elseif previous == 'invisible' then
+        if s[1] ~= 'online' and s[12] then
+            -- Leaving it while not online: others keep the lastActiveAt they were shown (a later one would tell them
+            -- the user had been online meanwhile), and it becomes the user's own.
+            if s[12] == '' then
+                redis.call('HDEL', KEYS[1], 'la')
+                s[3] = nil
+            else
+                s[3] = s[12]
+                writes[#writes + 1] = 'la'
+                writes[#writes + 1] = s[3]
+            end
+        end
         redis.call('HDEL', KEYS[1], 'ht', 'hl')
         s[11], s[12] = nil, nil
     end
