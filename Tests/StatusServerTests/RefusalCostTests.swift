@@ -103,3 +103,45 @@ extension RefusalCostTests {
         }
     }
 }
+
+extension RefusalCostTests {
+    /// SPEC §10.6 and §10.7: a WebSocket connect refused by `connectRateLimit` stores nothing and subscribes to nothing:
+    /// no session on the node's device list, no relationship load, no bus channel, no app-wide mark; only the check.
+    @Test func aConnectRefusedByTheRateLimitStoresAndSubscribesNothing() async throws {
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        try await withStatusd(.live, configure: server.install) { api in
+            let app = try await api.createApp(config: [
+                "plan": "premium", "statusQuery": true, "connectRateLimit": ["calls": 1, "windowSeconds": 60],
+            ])
+            try await app.createUsers(["alice", "bob"])
+            expectOK(try await app.subscribe("alice", ["bob"]))
+            expectOK(try await app.login("alice", "d1"))
+            let token = try await app.token(for: "alice")
+            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "probe"))
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { try await redis.run() }
+                let before = try await Self.commandCounts(redis)
+                for attempt in 0..<5 {
+                    let refused = try await RawHTTP.get(
+                        port: try #require(api.client.port),
+                        path: "/v1/connect?deviceId=w\(attempt)&platform=web&presence=all",
+                        headers: [
+                            "Authorization": "Bearer \(token)", "Upgrade": "websocket", "Connection": "Upgrade",
+                            "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13",
+                        ]
+                    )
+                    #expect(refused.status == 429 && refused.body["error"]["code"] == "RATE_LIMITED", "\(refused)")
+                }
+                let after = try await Self.commandCounts(redis)
+                // Commands only a connect runs here (the node's housekeeping reads and renews meanwhile): a session's
+                // channels, its node's device list, its relationships. Each refused connect ran each of them.
+                for command in ["ssubscribe", "sadd", "srem", "sunion"] {
+                    let ran = after[command, default: 0] - before[command, default: 0]
+                    #expect(ran == 0, "\(command) ran \(ran) times for 5 refused connects")
+                }
+                group.cancelAll()
+            }
+        }
+    }
+}

@@ -125,6 +125,13 @@ struct PresenceOperations: Sendable {
         )
     }
 
+    /// SPEC §10.6: refuses (`RATE_LIMITED`, with `retryAfterMs`) a connect of `userId` that the app's
+    /// `connectRateLimit` would refuse now, before the connect costs anything else (SPEC §10.7). The connect itself
+    /// counts and checks again.
+    func admitConnect(app: AppRecord, userId: String) async throws {
+        try await statuses.admitConnect(appId: app.appId, userId: userId, limit: app.config.connectRateLimit)
+    }
+
     /// Devices removed by a login (SPEC §3: by the login policy, or past `maxDevicesPerUser`): their sockets are closed
     /// with `{"event": "kicked", "reason": "loginPolicy" | "tooManyDevices"}`, backend devices stop being swept, and
     /// each is a `logout`/`kicked` webhook event.

@@ -283,6 +283,13 @@ struct StatusRepository: Sendable {
         }
     }
 
+    /// SPEC §10.6 `connectRateLimit`: throws `RATE_LIMITED` when a connect of the user would be refused now
+    /// (`connect_admission.lua`, reads only), so that a refused connect stores and subscribes nothing (SPEC §10.7).
+    func admitConnect(appId: String, userId: String, limit: AppConfig.RateLimit) async throws {
+        let user = RedisKeys(appId: appId).user(userId)
+        _ = try await runner.run(ConnectAdmission.self, keys: .init(user: user), arguments: .init(limit: limit))
+    }
+
     /// A device connects (`device_connect.lua`, which applies the login rules and publishes the change). With a
     /// token's `generation`, a user deleted since the token was minted is `UNAUTHORIZED` and nothing is written.
     func connect(

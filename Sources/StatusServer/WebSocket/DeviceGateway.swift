@@ -156,10 +156,12 @@ final class DeviceGateway: Sendable {
         )
     }
 
-    /// Authorizes, registers the session in the fan-out index (so no event is missed from here on: it waits in the
-    /// session's backlog until the welcome is written) and connects the device in Redis.
+    /// Authorizes, checks the connect rate limit, registers the session in the fan-out index (so no event is missed
+    /// from here on: it waits in the session's backlog until the welcome is written) and connects the device in Redis.
     private func open(_ head: HTTPRequestHead, channel: any Channel) async throws -> (DeviceSession, ByteBuffer) {
         let parameters = try await authorize(head)
+        // A connect past the limit is refused before it subscribes or stores anything (SPEC §10.6, §10.7).
+        try await presence.admitConnect(app: parameters.app, userId: parameters.userId)
         let session = DeviceSession(
             appId: parameters.app.appId,
             userId: parameters.userId,

@@ -32,7 +32,7 @@ import Testing
     @Test func everyTwinNamesAScriptOfTheLibrary() throws {
         let library = try ScriptLibrary.load()
         let twins: [any StatusScript.Type] = [
-            SetCustomStatus.self, CustomStatusExpire.self, DeviceConnect.self, DeviceStateReport.self, DevicesRemove.self,
+            SetCustomStatus.self, CustomStatusExpire.self, DeviceConnect.self, ConnectAdmission.self, DeviceStateReport.self, DevicesRemove.self,
             GraceEndScript.self, PresenceIndex.self, StatusReadCopy.self, UserActivity.self, SubscribeTarget.self, Subscribe.self,
             Unsubscribe.self, QueryRateLimit.self, AppCreate.self, AppConfigUpdate.self, ProfilePut.self, AppDeleteMark.self,
             AppDeleteClaim.self, AppDeleteFinish.self, WebhookEnqueue.self, WebhookTakeScript.self, WebhookSettle.self,

@@ -8,6 +8,7 @@ struct ScriptLibrary: Sendable {
     var fence: WriteFence = .open
     let setCustomStatus: RedisScript
     let deviceConnect: RedisScript
+    let connectAdmission: RedisScript
     let deviceState: RedisScript
     let devicesRemove: RedisScript
     let subscribe: RedisScript
@@ -37,7 +38,8 @@ struct ScriptLibrary: Sendable {
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
         [
-            setCustomStatus, deviceConnect, deviceState, devicesRemove, subscribe, subscribeTarget, unsubscribe, queryRateLimit, presenceIndex,
+            setCustomStatus, deviceConnect, connectAdmission, deviceState, devicesRemove, subscribe, subscribeTarget, unsubscribe, queryRateLimit,
+            presenceIndex,
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
             statusReadCopy, userActivity, webhookEnqueue, webhookTake, webhookSettle, webhookRetry, webhookIndexAdd,
             webhookIndexRemove, customStatusExpire, dueTake, dueDone, graceEnd,
@@ -54,6 +56,7 @@ struct ScriptLibrary: Sendable {
             fence: fence,
             setCustomStatus: try script("set_custom_status"),
             deviceConnect: try script("device_connect"),
+            connectAdmission: try script("connect_admission"),
             deviceState: try script("device_state"),
             devicesRemove: try script("devices_remove"),
             subscribe: try script("subscribe"),
