@@ -232,3 +232,37 @@ import Testing
         await redis.close()
     }
 }
+
+extension ResumeTests {
+    /// SPEC §7: only users whose version moved while the device was away. What the welcome and the snapshot carried
+    /// reached the socket before it closed under the node: alice's own status (kept online by an offline grace, it did
+    /// not move again) and bob's change of just before the connect are not resent; carol, who changed after the
+    /// close, is.
+    @Test func whatTheWelcomeAndTheSnapshotCarriedIsNotResent() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "offlineGraceSeconds": 30])
+            try await setUp(app)
+            let port = try #require(api.client.port)
+            expectOK(try await app.setStatus("bob", "just before"))
+            let token = try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "alice-phone", snapshot: true)) {
+                device,
+                welcome in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                return try #require(welcome["resume"].string)
+            }
+            // The drop filed: alice is in her grace, still online, her version unmoved.
+            let deadline = ContinuousClock.now + .seconds(3)
+            while try await app.ownStatus("alice")["onlineDevices"] != [] {
+                guard ContinuousClock.now < deadline else { throw TestAppError(message: "the drop was not filed") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            expectOK(try await app.setStatus("carol", "missed"))
+            try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "alice-phone", resume: token)) { device, _ in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                let frames = try device.rawFrames.map { try JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+                let resumed = try #require(frames.dropFirst().first)
+                #expect(resumed["statuses"].array.compactMap { $0["userId"].string } == ["carol"], "\(resumed)")
+            }
+        }
+    }
+}

@@ -22,7 +22,7 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
     private let clock: any NodeClock
     private var context: ChannelHandlerContext?
     /// The upgrade answer is out; written first once the handler is in the pipeline.
-    var welcome: ByteBuffer?
+    var welcome: DeviceGateway.OpeningFrames?
     private var pendingRead = false
     private var needsFlush = false
     private var closeDeadline: Scheduled<Void>?
@@ -81,7 +81,9 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
         if !context.channel.isWritable { perform(machine.writabilityChanged(isWritable: false)) }
         if let welcome {
             self.welcome = nil
-            perform(machine.attached(welcome: welcome))
+            let now = clock.monotonicMs
+            for status in welcome.statuses { delivered.record(user: status.userKey, version: status.version, atMs: now) }
+            perform(machine.attached(welcome: welcome.bytes))
         }
     }
 

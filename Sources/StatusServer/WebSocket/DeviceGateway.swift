@@ -93,8 +93,23 @@ final class DeviceGateway: Sendable {
     /// What an upgrade request gets: a session whose handler is ready to go into the pipeline, or a refusal with the
     /// SPEC error to answer.
     enum Admission: Sendable {
-        case accepted(DeviceSession, welcome: ByteBuffer)
+        case accepted(DeviceSession, welcome: OpeningFrames)
         case refused(StatusError)
+    }
+
+    /// What an admitted session's socket is sent first: the welcome, a resume's frame, a snapshot (SPEC §7, §10.6), with
+    /// the status versions they carry, by user (``ResumePoint/userKey(_:)``). The handler counts those as delivered
+    /// (``RecentDeliveries``): a resume after a socket that closed under the node does not send them again (SPEC §7:
+    /// only what moved while the device was away).
+    struct OpeningFrames: Sendable {
+        var bytes: ByteBuffer
+        var statuses: [(userKey: UInt64, version: Int64)] = []
+
+        mutating func append(_ frame: ByteBuffer, carrying statuses: [UserStatus]) {
+            var frame = frame
+            bytes.writeBuffer(&frame)
+            self.statuses += statuses.map { (ResumePoint.userKey($0.userId), $0.version) }
+        }
     }
 
     /// Admits or refuses an upgrade request; the future completes on the channel's event loop.
@@ -158,7 +173,7 @@ final class DeviceGateway: Sendable {
 
     /// Authorizes, checks the connect rate limit, registers the session in the fan-out index (so no event is missed
     /// from here on: it waits in the session's backlog until the welcome is written) and connects the device in Redis.
-    private func open(_ head: HTTPRequestHead, channel: any Channel) async throws -> (DeviceSession, ByteBuffer) {
+    private func open(_ head: HTTPRequestHead, channel: any Channel) async throws -> (DeviceSession, OpeningFrames) {
         let parameters = try await authorize(head)
         // A connect past the limit is refused before it subscribes or stores anything (SPEC §10.6, §10.7).
         try await presence.admitConnect(app: parameters.app, userId: parameters.userId)
@@ -208,25 +223,26 @@ final class DeviceGateway: Sendable {
             status: connected.status,
             resume: session.connectionId
         )
-        var frames = WebSocketWire.text(welcome.jsonBytes)
+        var frames = OpeningFrames(bytes: WebSocketWire.text(welcome.jsonBytes))
         if let token = parameters.resume,
-            var missed = await resume.missedChanges(token: token, session: session, app: parameters.app, replaced: connected.replaced)
+            let missed = await resume.missedChanges(token: token, session: session, app: parameters.app, replaced: connected.replaced)
         {
             // Right after the welcome, before anything the session has waiting (SPEC §7).
-            frames.writeBuffer(&missed)
+            frames.append(missed.frame, carrying: missed.statuses)
         }
         if parameters.snapshot {
             // After the resume's frame, if any (SPEC §10.6). A read that fails refuses the upgrade (503), undoing the
             // connect like any other failure after it.
             do {
                 let result = try await snapshot.read(session: session, app: parameters.app)
-                var frame = try SessionSnapshot.frame(result)
-                frames.writeBuffer(&frame)
+                frames.append(try SessionSnapshot.frame(result), carrying: result.statuses)
             } catch {
                 await abandon(session, app: parameters.app, connected: true)
                 throw error
             }
         }
+        // The welcome's own status last: of a long snapshot, the ring of recent deliveries keeps the last ones.
+        frames.statuses.append((ResumePoint.userKey(session.userId), connected.status.version))
         return (session, frames)
     }
 

@@ -19,8 +19,14 @@ struct SessionResume: Sendable {
     /// SPEC §7 resume: one `onUserStatusChanged` frame with the current status of every user the session hears about
     /// whose version moved since the session named by `token` lost its socket; nil for an unknown or expired token,
     /// or when nothing moved. The session's own rights decide what it is sent, and lastActiveAt is shown as last-seen
-    /// privacy allows. A failure to read is a plain connect.
-    func missedChanges(token: String, session: DeviceSession, app: AppRecord, replaced: DeviceRecord?) async -> ByteBuffer? {
+    /// privacy allows. A failure to read is a plain connect. The frame comes with the statuses it carries (which the
+    /// socket is then known to have been sent, ``OpeningFrames``).
+    func missedChanges(
+        token: String,
+        session: DeviceSession,
+        app: AppRecord,
+        replaced: DeviceRecord?
+    ) async -> (frame: ByteBuffer, statuses: [UserStatus])? {
         do {
             let stored = try await resumePoints.point(appId: app.appId, userId: session.userId, deviceId: session.deviceId)
             guard let point = ResumePoint.since(token: token, stored: stored, replaced: replaced) else { return nil }
@@ -43,11 +49,9 @@ struct SessionResume: Sendable {
                         {
                             own = [stored.viewed(as: .own, appDefault: app.config.lastSeenPrivacy)]
                         }
-                        let frame = DeviceFrames.StatusChanged(
-                            statuses: (own + everyone.statuses).sorted { $0.userId < $1.userId },
-                            truncated: everyone.truncated ? true : nil
-                        )
-                        return WebSocketWire.text(try JSONCoding.string(frame))
+                        let statuses = (own + everyone.statuses).sorted { $0.userId < $1.userId }
+                        let frame = DeviceFrames.StatusChanged(statuses: statuses, truncated: everyone.truncated ? true : nil)
+                        return (WebSocketWire.text(try JSONCoding.string(frame)), statuses)
                     }
                 }
             case .subscriptions, .friends:
@@ -74,7 +78,7 @@ struct SessionResume: Sendable {
             }
             guard !missed.isEmpty else { return nil }
             missed.sort { $0.userId < $1.userId }
-            return WebSocketWire.text(try JSONCoding.string(DeviceFrames.StatusChanged(statuses: missed)))
+            return (WebSocketWire.text(try JSONCoding.string(DeviceFrames.StatusChanged(statuses: missed))), missed)
         } catch {
             logger.debug("resume skipped", metadata: ["error": "\(error)"])
             return nil
