@@ -156,7 +156,8 @@ extension CustomStatusExpiryTests {
 
 extension CustomStatusExpiryTests {
     /// SPEC §10.2 "at that moment": the moment is read on the Redis clock, shared by every node. A node whose own clock
-    /// runs ahead takes the entry early, is told the moment has not come, and puts the entry back at it.
+    /// runs ahead does not take the entry before it is due by Redis's clock (and were it taken early, the script would
+    /// answer that the moment has not come, and the entry would go back at it).
     @Test func aNodeWhoseClockRunsAheadDoesNotClearEarly() async throws {
         let clock = ManualNodeClock()
         try await withStatusd(.live, configure: clock.install) { api in
@@ -230,47 +231,77 @@ extension CustomStatusExpiryTests {
         }
     }
 
-    /// A node that took an entry (leased it) and died before handling it: once the lease ran out, another node clears
-    /// the custom status, though the entry's time is then the lease's.
+    /// A node that took an entry (leased it) and died before handling it: once the lease ran out, on Redis's clock,
+    /// another node clears the custom status, though the entry's time is then the lease's. On a server of the test's own,
+    /// with the live node's housekeeping held (its clock moves only when the test steps it), so that the dying node's
+    /// take is the one that wins.
     @Test func anEntryLeasedByANodeThatDiedIsClearedByAnother() async throws {
-        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "expiry-lease-test"))
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "expiry-lease-test"))
         defer { Task { await redis.close() } }
-        let storage = try StorageLayer(redis: redis, configuration: try TestRedis.configuration, clock: SystemNodeClock())
-        try await withStatusd(.live) { api in
+        let storage = try StorageLayer(redis: redis, configuration: server.configuration, clock: SystemNodeClock())
+        let clock = ManualNodeClock()
+        let configure: (inout ServerConfiguration) -> Void = { configuration in
+            server.install(in: &configuration)
+            clock.install(in: &configuration)
+        }
+        try await withStatusd(.live, configure: configure) { api in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
             let set = expectOK(try await set(app, "alice", ["customStatus": "brb", "clearAfterSeconds": 1]))
             let expires = try #require(set["customStatusExpiresAt"].int)
-            // The node that dies: its clock a little ahead, it takes the entry before the live node does, and stops.
+            let wait = expires + 20 - Int64(Date().timeIntervalSince1970 * 1000)
+            if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+            // The node that dies takes the entry once it is due, and stops.
             let keys = RedisKeys(appId: app.appId)
             let taken = try await storage.dueIndexes.take(
                 DueIndexKeys(index: keys.expiries, leases: keys.expiryLeases),
-                nowMs: expires + 100,
+                nowMs: .max,
                 leaseMs: DueIndexSweep.leaseMs,
                 limit: 10
             )
-            #expect(taken.map(\.userId) == ["alice"])
-            let status = try await waitUntil(app, "alice", timeout: .seconds(10)) { !$0.has("customStatus") }
-            #expect(status["version"].int == (set["version"].int ?? 0) + 1)
+            #expect(taken.entries.map(\.userId) == ["alice"])
+            #expect(try await app.ownStatus("alice")["customStatus"] == "brb")
+            // The live node sweeps on: once the lease ran out the entry is back in the index, and cleared.
+            try await Task.sleep(for: .milliseconds(DueIndexSweep.leaseMs))
+            let caughtUp = Int64(Date().timeIntervalSince1970 * 1000) - clock.nowMs + 1000
+            try await clock.step(by: .milliseconds(max(caughtUp, 500)))
+            let deadline = ContinuousClock.now + .seconds(5)
+            while try await app.ownStatus("alice").has("customStatus") {
+                guard ContinuousClock.now < deadline else { throw TestAppError(message: "not cleared") }
+                try await clock.step(by: .milliseconds(250))
+            }
+            #expect(try await app.ownStatus("alice")["version"].int == (set["version"].int ?? 0) + 1)
         }
     }
 
-    /// A node whose clock runs ahead takes an entry early and, told its moment has not come, puts it back at it; a
-    /// newer, earlier expiry written meanwhile is not pushed back to that later moment.
+    /// A node handling an entry is told the stored moment has not come (a longer one was stored since the entry was
+    /// written) and puts the entry back at it; a newer, earlier expiry written meanwhile is not pushed back to that
+    /// later moment. On a server of the test's own, the live node's housekeeping held until the test steps its clock.
     @Test func anEntryPutBackNeverMovesANewerOneLater() async throws {
-        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "expiry-putback-test"))
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "expiry-putback-test"))
         defer { Task { await redis.close() } }
-        let storage = try StorageLayer(redis: redis, configuration: try TestRedis.configuration, clock: SystemNodeClock())
-        try await withStatusd(.live) { api in
+        let storage = try StorageLayer(redis: redis, configuration: server.configuration, clock: SystemNodeClock())
+        let clock = ManualNodeClock()
+        let configure: (inout ServerConfiguration) -> Void = { configuration in
+            server.install(in: &configuration)
+            clock.install(in: &configuration)
+        }
+        try await withStatusd(.live, configure: configure) { api in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
             let long = expectOK(try await set(app, "alice", ["customStatus": "long", "clearAfterSeconds": 3600]))
             let later = try #require(long["customStatusExpiresAt"].int)
-            // The node an hour ahead takes the entry, and hears that its moment has not come.
+            // An entry of an earlier time (an expiry replaced since) falls due: a node takes it, and hears that the
+            // stored moment has not come.
             let keys = RedisKeys(appId: app.appId)
             let index = DueIndexKeys(index: keys.expiries, leases: keys.expiryLeases)
-            let leaseScore = later + 1 + DueIndexSweep.leaseMs
-            #expect(try await storage.dueIndexes.take(index, nowMs: later + 1, leaseMs: DueIndexSweep.leaseMs, limit: 10).map(\.userId) == ["alice"])
+            _ = try await redis.send("ZADD", keys.expiries, String(Int64(Date().timeIntervalSince1970 * 1000) - 1), "alice")
+            let taken = try await storage.dueIndexes.take(index, nowMs: .max, leaseMs: DueIndexSweep.leaseMs, limit: 10)
+            #expect(taken.entries.map(\.userId) == ["alice"])
             guard case .later(let moment) = try await storage.statuses.expireCustomStatus(appId: app.appId, userId: "alice") else {
                 Issue.record("the expiry was not reported later")
                 return
@@ -278,9 +309,18 @@ extension CustomStatusExpiryTests {
             #expect(moment == later)
             // Meanwhile a shorter one is stored; then the node puts the entry back at the moment it was told.
             let short = expectOK(try await set(app, "alice", ["customStatus": "short", "clearAfterSeconds": 1]))
-            try await storage.dueIndexes.finish(index, entries: [("alice", moment)], leaseScore: leaseScore)
-            let status = try await waitUntil(app, "alice", timeout: .seconds(4)) { !$0.has("customStatus") }
-            #expect(status["version"].int == (short["version"].int ?? 0) + 1)
+            try await storage.dueIndexes.finish(index, entries: [("alice", moment)], leaseScore: taken.leaseScore)
+            let expires = try #require(short["customStatusExpiresAt"].int)
+            let wait = expires - Int64(Date().timeIntervalSince1970 * 1000)
+            if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
+            let caughtUp = Int64(Date().timeIntervalSince1970 * 1000) - clock.nowMs + 500
+            try await clock.step(by: .milliseconds(max(caughtUp, 500)))
+            let deadline = ContinuousClock.now + .seconds(5)
+            while try await app.ownStatus("alice").has("customStatus") {
+                guard ContinuousClock.now < deadline else { throw TestAppError(message: "not cleared") }
+                try await clock.step(by: .milliseconds(250))
+            }
+            #expect(try await app.ownStatus("alice")["version"].int == (short["version"].int ?? 0) + 1)
         }
     }
 

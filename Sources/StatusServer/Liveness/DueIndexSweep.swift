@@ -64,10 +64,10 @@ struct DueIndexSweep: Sendable {
             return
         }
         let taken = try await store.take(keys, nowMs: nowMs, leaseMs: Self.leaseMs, limit: Self.batch)
-        guard !taken.isEmpty else { return }
+        guard !taken.entries.isEmpty else { return }
         var finished: [(userId: String, dueAt: Int64?)] = []
         var failure: (any Error)?
-        for (userId, dueAt) in taken {
+        for (userId, dueAt) in taken.entries {
             do {
                 switch try await handle(app, userId, dueAt) {
                 case .done: finished.append((userId, nil))
@@ -79,7 +79,7 @@ struct DueIndexSweep: Sendable {
                 break
             }
         }
-        try await store.finish(keys, entries: finished, leaseScore: nowMs + Self.leaseMs)
+        try await store.finish(keys, entries: finished, leaseScore: taken.leaseScore)
         if let failure { throw failure }
     }
 }

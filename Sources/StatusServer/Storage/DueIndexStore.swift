@@ -18,10 +18,10 @@ struct DueIndexStore: Sendable {
         if try await redis.send("EXISTS", key).int == 0 { _ = try await redis.send("SREM", apps, appId) }
     }
 
-    /// Leases to this node, for `leaseMs`, up to `limit` entries of `keys` due at `nowMs`: (userId, due time as
-    /// written).
-    func take(_ keys: DueIndexKeys, nowMs: Int64, leaseMs: Int64, limit: Int) async throws -> [(userId: String, dueAt: String)] {
-        try await runner.run(DueTake.self, keys: keys, arguments: .init(nowMs: nowMs, leaseMs: leaseMs, limit: limit)).entries
+    /// Leases to this node, for `leaseMs` of Redis's clock, up to `limit` entries of `keys` due at `nowMs` (or earlier,
+    /// by Redis's clock): when the leases end, and each entry's userId and due time as written.
+    func take(_ keys: DueIndexKeys, nowMs: Int64, leaseMs: Int64, limit: Int) async throws -> DueTake.Reply {
+        try await runner.run(DueTake.self, keys: keys, arguments: .init(nowMs: nowMs, leaseMs: leaseMs, limit: limit))
     }
 
     /// Ends this node's leases (at `leaseScore`) of `entries`, putting back at its time (epoch ms) each entry that has

@@ -60,12 +60,16 @@ import Testing
     }
 
     @Test func dueIndexes() throws {
-        let taken = try DueTake.Reply(Canned.array([Canned.text("u1"), Canned.text("100"), Canned.text("u2"), Canned.text("200")]))
+        let taken = try DueTake.Reply(
+            Canned.array([Canned.int(5100), Canned.text("u1"), Canned.text("100"), Canned.text("u2"), Canned.text("200")])
+        )
+        #expect(taken.leaseScore == 5100)
         #expect(taken.entries.map(\.userId) == ["u1", "u2"])
         #expect(taken.entries.map(\.dueAt) == ["100", "200"])
-        #expect(try DueTake.Reply(Canned.array([])).entries.isEmpty)
-        expectMalformed("due_take.lua") { _ = try DueTake.Reply(Canned.array([Canned.text("u1")])) }
-        expectMalformed("due_take.lua") { _ = try DueTake.Reply(Canned.array([Canned.text("u1"), Canned.array([])])) }
+        #expect(try DueTake.Reply(Canned.array([Canned.int(5100)])).entries.isEmpty)
+        expectMalformed("due_take.lua") { _ = try DueTake.Reply(Canned.array([])) }
+        expectMalformed("due_take.lua") { _ = try DueTake.Reply(Canned.array([Canned.int(5100), Canned.text("u1")])) }
+        expectMalformed("due_take.lua") { _ = try DueTake.Reply(Canned.array([Canned.text("u1"), Canned.text("100"), Canned.text("u2")])) }
         #expect(try DueDone.Reply(Canned.int(2)).value == 2)
         // A handled entry goes (''); one whose moment has not come goes back at it.
         #expect(DueDone.Arguments(leaseScore: 9, entries: [("u", nil), ("v", 1234)]).strings == ["9", "u", "", "v", "1234"])

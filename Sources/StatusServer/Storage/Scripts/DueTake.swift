@@ -16,16 +16,19 @@ enum DueTake: StatusScript {
         var strings: [String] { [String(nowMs), String(leaseMs), String(limit)] }
     }
 
-    /// `{userId, due ms, ...}` of the taken entries, earliest first.
+    /// `{the leases' score, userId, due ms, ...}`: the taken entries, earliest first.
     struct Reply: ScriptReply {
+        /// When the leases end, epoch ms on Redis's clock: the score ``DueDone`` finds them at.
+        var leaseScore: Int64
         /// Each entry's userId and its due time as written (epoch ms).
         var entries: [(userId: String, dueAt: String)]
 
         init(_ value: RedisValue) throws {
             var reader = try ScriptReplyReader(value, script: "due_take.lua")
-            guard reader.values.count % 2 == 0 else {
-                throw StatusReplyError(script: reader.script, problem: "\(reader.values.count) values, not pairs")
+            guard reader.values.count % 2 == 1 else {
+                throw StatusReplyError(script: reader.script, problem: "\(reader.values.count) values, not a score and pairs")
             }
+            leaseScore = try reader.integer()
             entries = []
             entries.reserveCapacity(reader.values.count / 2)
             while !reader.isAtEnd { entries.append((try reader.string(), try reader.string())) }
