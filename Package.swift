@@ -77,9 +77,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
-            resources: [.copy("Scripts"), .copy("Resources")],
-            swiftSettings: swiftSettings
+            // Embedded in the code by the plugin (the binary runs when copied alone), not shipped as a bundle.
+            exclude: ["Scripts", "Resources"],
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedResources"]
         ),
+        // Embeds StatusServer's Lua scripts and web files in its code (Plugins/EmbedResources).
+        .executableTarget(name: "EmbedResourcesTool", swiftSettings: swiftSettings),
+        .plugin(name: "EmbedResources", capability: .buildTool(), dependencies: ["EmbedResourcesTool"]),
         .executableTarget(
             name: "statusd",
             dependencies: [

@@ -5,7 +5,7 @@ import StatusCore
 /// The files statusd serves to people and tools rather than to apps: the OpenAPI document of its HTTP API
 /// (`/openapi.json`, SPEC §9), the browser client (`/client/statusd.js`) and the admin console (`/console`).
 ///
-/// They ship as package resources and are read once at start. None of them holds data: the console asks the operator
+/// They are embedded in the binary (the EmbedResources build plugin) and read once at start. None of them holds data: the console asks the operator
 /// for the admin key and sends it only to this server's admin API.
 struct WebRoutes: Sendable {
     /// One served file.
@@ -46,12 +46,10 @@ struct WebRoutes: Sendable {
 
     /// The bytes of a resource file.
     static func load(_ resource: String) throws -> ByteBuffer {
-        let name = (resource as NSString).deletingPathExtension
-        let ext = (resource as NSString).pathExtension
-        guard let url = Bundle.module.url(forResource: name, withExtension: ext, subdirectory: "Resources") else {
-            throw StatusError(.internalError, "resource \(resource) is missing from the bundle")
+        guard let bytes = EmbeddedResources.bytes("Resources/\(resource)") else {
+            throw StatusError(.internalError, "resource \(resource) is not embedded in the binary")
         }
-        return ByteBuffer(bytes: try Data(contentsOf: url))
+        return ByteBuffer(bytes: bytes)
     }
 
     func register(on router: Router<some RequestContext>) throws {

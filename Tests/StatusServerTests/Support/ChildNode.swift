@@ -14,8 +14,7 @@ final class ChildNode: Sendable {
     private let process: Process
 
     /// Starts `.build/debug/statusd` on a free port against the test Redis, and waits until `/healthz` answers.
-    init(adminKey: String, nodeId: String, leaseSeconds: Int = 3, arguments: [String] = []) async throws {
-        let binary = URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/statusd")
+    init(adminKey: String, nodeId: String, leaseSeconds: Int = 3, arguments: [String] = [], binary: URL = ChildNode.builtBinary) async throws {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw TestAppError(message: "\(binary.path) is missing: build the package first (scripts/test does)")
         }
@@ -37,6 +36,11 @@ final class ChildNode: Sendable {
         }
         kill(process.processIdentifier, SIGKILL)
         throw TestAppError(message: "child statusd did not start")
+    }
+
+    /// The `statusd` executable this package built.
+    static var builtBinary: URL {
+        URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/statusd")
     }
 
     /// Kills the node like a crash: no graceful shutdown, no cleanup.

@@ -46,7 +46,7 @@ struct ScriptLibrary: Sendable {
         ]
     }
 
-    /// Loads the scripts from the module's resources; their calls carry `fence`'s deadlines.
+    /// Loads the scripts (embedded in the binary); their calls carry `fence`'s deadlines.
     static func load(fence: WriteFence = .open) throws -> ScriptLibrary {
         let prelude = try source("lib")
         func script(_ name: String) throws -> RedisScript {
@@ -85,11 +85,10 @@ struct ScriptLibrary: Sendable {
         )
     }
 
+    /// A script's source, embedded in the binary (``EmbeddedResources``).
     private static func source(_ name: String) throws -> String {
-        guard let url = Bundle.module.url(forResource: name, withExtension: "lua", subdirectory: "Scripts") else {
-            throw ScriptLibraryError(name: name)
-        }
-        return try String(contentsOf: url, encoding: .utf8)
+        guard let text = EmbeddedResources.text("Scripts/\(name).lua") else { throw ScriptLibraryError(name: name) }
+        return text
     }
 }
 
