@@ -170,7 +170,9 @@ import Testing
     }
 
     @Test func expectContinueIsAnsweredAtOnce() async throws {
-        try await withServer { api, port in
+        // On SPEC's 10 s request limit: the body follows the interim answer, which a busy machine may delay past a short
+        // one; "at once" is then measured against that limit (the 413 comes long before it, without the body).
+        try await withServer(limit: .seconds(10)) { api, port in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
             let body = #"{"customStatus":"continued"}"#
@@ -195,7 +197,7 @@ import Testing
                     ),
                     status: 413,
                     code: "PAYLOAD_TOO_LARGE",
-                    within: Self.limit - .milliseconds(100)
+                    within: .seconds(4)
                 )
             }
             #expect(try await app.ownStatus("alice")["customStatus"] == "continued")

@@ -14,6 +14,7 @@ final class TestDevice: Sendable {
     private let writer = Mutex<WebSocketOutboundWriter?>(nil)
     private let closed = Atomic<Bool>(false)
     private let closeCodeValue = Mutex<UInt16?>(nil)
+    private let closedAtValue = Mutex<ContinuousClock.Instant?>(nil)
     private let counter = Atomic<Int>(0)
 
     /// Sends a JSON frame.
@@ -132,8 +133,12 @@ final class TestDevice: Sendable {
 
     fileprivate func markClosed(code: UInt16? = nil) {
         closeCodeValue.withLock { $0 = code }
+        closedAtValue.withLock { $0 = .now }
         closed.store(true, ordering: .relaxed)
     }
+
+    /// When the socket was seen closed.
+    var closedAt: ContinuousClock.Instant? { closedAtValue.withLock { $0 } }
 
     /// The close code the server sent, once closed (nil when the connection ended without a close frame).
     var closeCode: UInt16? { closeCodeValue.withLock { $0 } }
