@@ -85,20 +85,32 @@ struct RedisClusterTests {
         }
     }
 
+    /// Writes `moved` and `stays` (one slot), starts moving their slot to another master and moves `moved` only, so
+    /// that the slot's keys are split between the two: returns the slot, both masters' ports and the new one's id.
+    private static func splitMigration(
+        _ cluster: RedisTestCluster,
+        _ client: RedisClient,
+        moved: String,
+        stays: String
+    ) async throws -> (slot: Int, from: Int, to: Int, toId: String) {
+        let slot = RedisKeySlot.of(moved)
+        _ = try await client.pipeline([["SET", moved, "m"], ["SET", stays, "s"]])
+        let from = try cluster.masterPort(ofSlot: slot)
+        let to = cluster.nodes.map(\.port).first { $0 != from }!
+        let fromId = try cluster.nodeId(port: from)
+        let toId = try cluster.nodeId(port: to)
+        try cluster.cli(["-p", "\(to)", "CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", fromId])
+        try cluster.cli(["-p", "\(from)", "CLUSTER", "SETSLOT", "\(slot)", "MIGRATING", toId])
+        try cluster.cli(["-p", "\(from)", "MIGRATE", "127.0.0.1", "\(to)", "", "0", "5000", "KEYS", moved])
+        return (slot, from, to, toId)
+    }
+
     @Test func anAskDuringAMigrationIsFollowedWithAsking() async throws {
         try await withTestCluster { cluster in
             try await withTestClient(url: cluster.url) { client in
                 let moved = "test:{ask}:moved"
                 let stays = "test:{ask}:stays"
-                let slot = RedisKeySlot.of(moved)
-                _ = try await client.pipeline([["SET", moved, "m"], ["SET", stays, "s"]])
-                let from = try cluster.masterPort(ofSlot: slot)
-                let to = cluster.nodes.map(\.port).first { $0 != from }!
-                let fromId = try cluster.nodeId(port: from)
-                let toId = try cluster.nodeId(port: to)
-                try cluster.cli(["-p", "\(to)", "CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", fromId])
-                try cluster.cli(["-p", "\(from)", "CLUSTER", "SETSLOT", "\(slot)", "MIGRATING", toId])
-                try cluster.cli(["-p", "\(from)", "MIGRATE", "127.0.0.1", "\(to)", "", "0", "5000", "KEYS", moved])
+                let (slot, from, to, _) = try await Self.splitMigration(cluster, client, moved: moved, stays: stays)
                 // The migrated key answers through ASK + ASKING; the one still at home answers directly; a new key of
                 // the slot is created on the importing node.
                 #expect(try await client.send("GET", moved).string == "m")
@@ -118,15 +130,7 @@ struct RedisClusterTests {
             try await withTestClient(url: cluster.url) { client in
                 let moved = "test:{slow}:moved"
                 let stays = "test:{slow}:stays"
-                let slot = RedisKeySlot.of(moved)
-                _ = try await client.pipeline([["SET", moved, "m"], ["SET", stays, "s"]])
-                let from = try cluster.masterPort(ofSlot: slot)
-                let to = cluster.nodes.map(\.port).first { $0 != from }!
-                let fromId = try cluster.nodeId(port: from)
-                let toId = try cluster.nodeId(port: to)
-                try cluster.cli(["-p", "\(to)", "CLUSTER", "SETSLOT", "\(slot)", "IMPORTING", fromId])
-                try cluster.cli(["-p", "\(from)", "CLUSTER", "SETSLOT", "\(slot)", "MIGRATING", toId])
-                try cluster.cli(["-p", "\(from)", "MIGRATE", "127.0.0.1", "\(to)", "", "0", "5000", "KEYS", moved])
+                let (slot, from, to, toId) = try await Self.splitMigration(cluster, client, moved: moved, stays: stays)
                 let started = ContinuousClock.now
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
