@@ -14,6 +14,49 @@ import Testing
         try await app.call(.put, "/users/\(userId)/status", body)
     }
 
+    /// Runs `body`, then closes `redis`, whether `body` threw or not.
+    private func closing(_ redis: RedisClient, _ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch {
+            await redis.close()
+            throw error
+        }
+        await redis.close()
+    }
+
+    /// A live node on a redis-server of the test's own whose housekeeping moves only when the test steps `clock`, and a
+    /// storage layer of its own on that server: a second node, which the test drives by hand.
+    private func withHeldNode(_ body: @Sendable (APIClient, StorageLayer, ManualNodeClock) async throws -> Void) async throws {
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "expiry-held-node"))
+        let storage = try StorageLayer(redis: redis, configuration: server.configuration, clock: SystemNodeClock())
+        let clock = ManualNodeClock()
+        let configure: (inout ServerConfiguration) -> Void = { configuration in
+            server.install(in: &configuration)
+            clock.install(in: &configuration)
+        }
+        try await closing(redis) {
+            try await withStatusd(.live, configure: configure) { api in try await body(api, storage, clock) }
+        }
+    }
+
+    /// Steps the held node's clock up to the wall time (and `lead` ms past it), then 250 ms at a time until the user's
+    /// custom status is cleared (5 s at most); returns the user's status then.
+    private func stepUntilCleared(_ app: APIClient, _ userId: String, clock: ManualNodeClock, lead: Int64) async throws -> JSONValue {
+        let caughtUp = Int64(Date().timeIntervalSince1970 * 1000) - clock.nowMs + lead
+        try await clock.step(by: .milliseconds(max(caughtUp, 500)))
+        let deadline = ContinuousClock.now + .seconds(5)
+        var status = try await app.ownStatus(userId)
+        while status.has("customStatus") {
+            guard ContinuousClock.now < deadline else { throw TestAppError(message: "not cleared") }
+            try await clock.step(by: .milliseconds(250))
+            status = try await app.ownStatus(userId)
+        }
+        return status
+    }
+
     private func waitUntil(
         _ app: APIClient,
         _ userId: String,
@@ -236,17 +279,7 @@ extension CustomStatusExpiryTests {
     /// with the live node's housekeeping held (its clock moves only when the test steps it), so that the dying node's
     /// take is the one that wins.
     @Test func anEntryLeasedByANodeThatDiedIsClearedByAnother() async throws {
-        let server = try await PrivateRedis.start()
-        defer { server.stop() }
-        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "expiry-lease-test"))
-        defer { Task { await redis.close() } }
-        let storage = try StorageLayer(redis: redis, configuration: server.configuration, clock: SystemNodeClock())
-        let clock = ManualNodeClock()
-        let configure: (inout ServerConfiguration) -> Void = { configuration in
-            server.install(in: &configuration)
-            clock.install(in: &configuration)
-        }
-        try await withStatusd(.live, configure: configure) { api in
+        try await withHeldNode { api, storage, clock in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
             let set = expectOK(try await set(app, "alice", ["customStatus": "brb", "clearAfterSeconds": 1]))
@@ -265,14 +298,8 @@ extension CustomStatusExpiryTests {
             #expect(try await app.ownStatus("alice")["customStatus"] == "brb")
             // The live node sweeps on: once the lease ran out the entry is back in the index, and cleared.
             try await Task.sleep(for: .milliseconds(DueIndexSweep.leaseMs))
-            let caughtUp = Int64(Date().timeIntervalSince1970 * 1000) - clock.nowMs + 1000
-            try await clock.step(by: .milliseconds(max(caughtUp, 500)))
-            let deadline = ContinuousClock.now + .seconds(5)
-            while try await app.ownStatus("alice").has("customStatus") {
-                guard ContinuousClock.now < deadline else { throw TestAppError(message: "not cleared") }
-                try await clock.step(by: .milliseconds(250))
-            }
-            #expect(try await app.ownStatus("alice")["version"].int == (set["version"].int ?? 0) + 1)
+            let cleared = try await stepUntilCleared(app, "alice", clock: clock, lead: 1000)
+            #expect(cleared["version"].int == (set["version"].int ?? 0) + 1)
         }
     }
 
@@ -280,17 +307,8 @@ extension CustomStatusExpiryTests {
     /// written) and puts the entry back at it; a newer, earlier expiry written meanwhile is not pushed back to that
     /// later moment. On a server of the test's own, the live node's housekeeping held until the test steps its clock.
     @Test func anEntryPutBackNeverMovesANewerOneLater() async throws {
-        let server = try await PrivateRedis.start()
-        defer { server.stop() }
-        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "expiry-putback-test"))
-        defer { Task { await redis.close() } }
-        let storage = try StorageLayer(redis: redis, configuration: server.configuration, clock: SystemNodeClock())
-        let clock = ManualNodeClock()
-        let configure: (inout ServerConfiguration) -> Void = { configuration in
-            server.install(in: &configuration)
-            clock.install(in: &configuration)
-        }
-        try await withStatusd(.live, configure: configure) { api in
+        try await withHeldNode { api, storage, clock in
+            let redis = storage.redis
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
             let long = expectOK(try await set(app, "alice", ["customStatus": "long", "clearAfterSeconds": 3600]))
@@ -313,14 +331,8 @@ extension CustomStatusExpiryTests {
             let expires = try #require(short["customStatusExpiresAt"].int)
             let wait = expires - Int64(Date().timeIntervalSince1970 * 1000)
             if wait > 0 { try await Task.sleep(for: .milliseconds(wait)) }
-            let caughtUp = Int64(Date().timeIntervalSince1970 * 1000) - clock.nowMs + 500
-            try await clock.step(by: .milliseconds(max(caughtUp, 500)))
-            let deadline = ContinuousClock.now + .seconds(5)
-            while try await app.ownStatus("alice").has("customStatus") {
-                guard ContinuousClock.now < deadline else { throw TestAppError(message: "not cleared") }
-                try await clock.step(by: .milliseconds(250))
-            }
-            #expect(try await app.ownStatus("alice")["version"].int == (short["version"].int ?? 0) + 1)
+            let cleared = try await stepUntilCleared(app, "alice", clock: clock, lead: 500)
+            #expect(cleared["version"].int == (short["version"].int ?? 0) + 1)
         }
     }
 
@@ -328,15 +340,16 @@ extension CustomStatusExpiryTests {
     /// taken then, it is not dropped, and the custom status is cleared.
     @Test func anEntryAtAnotherTimeThanTheStoredExpiryIsNotDropped() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "expiry-drift-test"))
-        defer { Task { await redis.close() } }
-        try await withStatusd(.live) { api in
-            let app = try await api.createApp()
-            try await app.createUsers(["alice"])
-            let set = expectOK(try await set(app, "alice", ["customStatus": "brb", "clearAfterSeconds": 1]))
-            let expires = try #require(set["customStatusExpiresAt"].int)
-            _ = try await redis.send("ZADD", RedisKeys(appId: app.appId).expiries, "XX", String(expires + 1500), "alice")
-            let status = try await waitUntil(app, "alice", timeout: .seconds(5)) { !$0.has("customStatus") }
-            #expect(status["version"].int == (set["version"].int ?? 0) + 1)
+        try await closing(redis) {
+            try await withStatusd(.live) { api in
+                let app = try await api.createApp()
+                try await app.createUsers(["alice"])
+                let set = expectOK(try await set(app, "alice", ["customStatus": "brb", "clearAfterSeconds": 1]))
+                let expires = try #require(set["customStatusExpiresAt"].int)
+                _ = try await redis.send("ZADD", RedisKeys(appId: app.appId).expiries, "XX", String(expires + 1500), "alice")
+                let status = try await waitUntil(app, "alice", timeout: .seconds(5)) { !$0.has("customStatus") }
+                #expect(status["version"].int == (set["version"].int ?? 0) + 1)
+            }
         }
     }
 
@@ -344,18 +357,19 @@ extension CustomStatusExpiryTests {
     /// with an expiry nothing would clear.
     @Test func aFailedExpiryEntryFailsTheWriteAndStoresNothing() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "expiry-error-test"))
-        defer { Task { await redis.close() } }
-        try await withStatusd(.live) { api in
-            let app = try await api.createApp()
-            try await app.createUsers(["alice"])
-            let keys = RedisKeys(appId: app.appId)
-            // The app's index cannot take a ZADD (WRONGTYPE) while this runs.
-            _ = try await redis.send("SET", keys.expiries, "not a sorted set")
-            let refused = try await set(app, "alice", ["customStatus": "brb", "clearAfterSeconds": 1])
-            _ = try await redis.send("DEL", keys.expiries)
-            #expect(refused.status >= 500, "\(refused.status) \(refused.body)")
-            let status = try await app.ownStatus("alice")
-            #expect(!status.has("customStatus") && status["version"] == 0, "\(status)")
+        try await closing(redis) {
+            try await withStatusd(.live) { api in
+                let app = try await api.createApp()
+                try await app.createUsers(["alice"])
+                let keys = RedisKeys(appId: app.appId)
+                // The app's index cannot take a ZADD (WRONGTYPE) while this runs.
+                _ = try await redis.send("SET", keys.expiries, "not a sorted set")
+                let refused = try await set(app, "alice", ["customStatus": "brb", "clearAfterSeconds": 1])
+                _ = try await redis.send("DEL", keys.expiries)
+                #expect(refused.status >= 500, "\(refused.status) \(refused.body)")
+                let status = try await app.ownStatus("alice")
+                #expect(!status.has("customStatus") && status["version"] == 0, "\(status)")
+            }
         }
     }
 }
