@@ -375,10 +375,7 @@ final class FanoutService: Service, Sendable {
             guard !sessions.isEmpty else { break }
             guard (try? await Task.sleep(for: step)) != nil else { break }
         }
-        let deadline = ContinuousClock.now + .seconds(2)
-        while index.count > 0, ContinuousClock.now < deadline {
-            guard (try? await Task.sleep(for: .milliseconds(20))) != nil else { return }
-        }
+        await waitForDepartures(within: .seconds(2))
     }
 
     /// On shutdown: ends every session (their devices go offline) and waits, a few seconds at most, for their
@@ -386,7 +383,12 @@ final class FanoutService: Service, Sendable {
     /// and a node stopped under a clock nobody advances must still stop.
     private func closeAllSessions() async {
         for session in index.allSessions() { session.end(.draining) }
-        let deadline = ContinuousClock.now + .seconds(5)
+        await waitForDepartures(within: .seconds(5))
+    }
+
+    /// Waits until every ended session's departure is filed (the index is empty), `bound` at most, on the system's time.
+    private func waitForDepartures(within bound: Duration) async {
+        let deadline = ContinuousClock.now + bound
         while index.count > 0, ContinuousClock.now < deadline {
             guard (try? await Task.sleep(for: .milliseconds(20))) != nil else { return }
         }
