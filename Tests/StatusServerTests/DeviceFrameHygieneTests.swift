@@ -57,7 +57,7 @@ import Testing
             ]
             .enumerated() {
                 let socket = try RawWebSocket(port: api.client.port!, path: "/v1/connect?deviceId=c\(index)&platform=web", token: token)
-                try await Task.sleep(for: .milliseconds(150))
+                try await app.waitUntilConnected("alice", deviceId: "c\(index)")
                 let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
                 let bytes: [UInt8] = payload.map(UInt8.init)
                 try socket.send([0x88, 0x80 | UInt8(bytes.count)] + mask + bytes.enumerated().map { $0.element ^ mask[$0.offset % 4] })

@@ -47,13 +47,13 @@ import Testing
             try await app.createUsers(["alice"])
             let token = try await app.token(for: "alice")
             let unmasked = try RawWebSocket(port: api.client.port!, path: "/v1/connect?deviceId=d1&platform=web", token: token)
-            try await Task.sleep(for: .milliseconds(200))
+            try await app.waitUntilConnected("alice", deviceId: "d1")
             try unmasked.send(RawWebSocket.textFrame(#"{"id":"1","op":"heartbeat"}"#, masked: false))
             let closed = try await unmasked.readUntilClosed(timeout: .seconds(3))
             #expect(Self.closeCode(in: closed) == 1002)
 
             let garbled = try RawWebSocket(port: api.client.port!, path: "/v1/connect?deviceId=d2&platform=web", token: token)
-            try await Task.sleep(for: .milliseconds(200))
+            try await app.waitUntilConnected("alice", deviceId: "d2")
             var frame = RawWebSocket.textFrame("{\"id\":\"1\"}")
             frame[6] ^= 0xFF  // the first payload byte becomes 0x84: not UTF-8
             try garbled.send(frame)
@@ -74,7 +74,7 @@ import Testing
                 path: "/v1/connect?deviceId=d1&platform=web",
                 token: try await app.token(for: "alice")
             )
-            try await Task.sleep(for: .milliseconds(300))
+            try await app.waitUntilConnected("alice", deviceId: "d1")
             let kicked = try await app.call(.post, "/users/alice/kick", [:])
             #expect(kicked.body["kicked"] == ["d1"])
             let bytes = try await device.readUntilClosed(timeout: .seconds(2))

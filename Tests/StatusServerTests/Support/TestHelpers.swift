@@ -63,6 +63,16 @@ extension APIClient {
         try await call(.post, "/status/query", ["userIds": [.string(userId)], "detail": true]).body["statuses"][0]
     }
 
+    /// Waits until the node lists `deviceId` among `userId`'s online devices: the connect has run to its end on the
+    /// server, however slowly a busy machine got there. For raw sockets, which read nothing and so see no welcome.
+    func waitUntilConnected(_ userId: String, deviceId: String, within timeout: Duration = .seconds(10)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !(try await backendStatus(userId)["onlineDevices"].array.contains { $0["deviceId"].string == deviceId }) {
+            guard ContinuousClock.now < deadline else { throw TestAppError(message: "\(deviceId) of \(userId) never connected") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
     /// subscribeUserStatus acting for `userId`.
     func subscribe(_ userId: String, _ userIds: [String]) async throws -> APIResponse {
         try await call(.post, "/users/\(userId)/subscriptions", ["userIds": .array(userIds.map(JSONValue.string))])
