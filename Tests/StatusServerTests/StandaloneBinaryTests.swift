@@ -8,7 +8,7 @@ import FoundationNetworking
 
 /// The `statusd` binary runs when copied alone (`install -m 0755 statusd /usr/local/bin`, docs/operations.md): its Lua
 /// scripts and web files are embedded in it, not read from a resource bundle beside it.
-@Suite struct StandaloneBinaryTests {
+@Suite(.redis) struct StandaloneBinaryTests {
     @Test func aCopyOfTheBinaryAloneServesItsFilesAndRunsItsScripts() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("statusd-alone-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

@@ -52,6 +52,10 @@ import struct StatusServer.ServerConfiguration
         #expect((set["allowedOrigins"] as? [String]) == ["https://a.example"])
     }
 
+}
+
+/// `patchAppConfig` with an explicit null, against a live node.
+@Suite(.redis) struct StatusdClientConfigPatchTests {
     @Test func patchAppConfigClearsTheWebhookAndTheAllowedOriginsWithNull() async throws {
         let shortIdle: (inout ServerConfiguration) -> Void = { $0.httpIdleTimeoutSeconds = 1 }
         try await withStatusd(.live, configure: shortIdle) { api in
