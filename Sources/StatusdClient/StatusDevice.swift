@@ -188,6 +188,11 @@ public final class StatusDevice: Sendable {
             defer { group.cancelAll() }
             return try await group.next()!
         }
+        return try Self.result(of: frame, as: Result.self)
+    }
+
+    /// The `result` of a reply frame; an `ok: false` reply throws its ``StatusdError``.
+    static func result<Result: Decodable>(of frame: Data, as resultType: Result.Type) throws -> Result {
         let decoder = JSONDecoder()
         let reply = try decoder.decode(InboundFrame.self, from: frame)
         guard reply.ok == true else {
@@ -279,14 +284,45 @@ public final class StatusDevice: Sendable {
         }
     }
 
+    /// What one text frame of the server is, as the device reads it.
+    enum ServerFrame {
+        case welcome(StatusDeviceWelcome)
+        /// A reply, passed whole to the request waiting for its `id`.
+        case reply(id: String)
+        case statusChanged([UserStatus], snapshot: Bool, truncated: Bool)
+        case kicked(reason: String)
+        /// An event this client does not know (a newer server's), or a reply to no request of this client.
+        case ignored
+    }
+
+    /// Reads one text frame; nil for one that does not decode. Separate from the connection so that the frames of the
+    /// AsyncAPI document's examples can be read through it in tests.
+    static func read(_ data: Data) -> ServerFrame? {
+        let decoder = JSONDecoder()
+        guard let frame = try? decoder.decode(InboundFrame.self, from: data) else { return nil }
+        if frame.event == "welcome" {
+            guard let welcome = try? decoder.decode(StatusDeviceWelcome.self, from: data) else { return nil }
+            return .welcome(welcome)
+        }
+        if let id = frame.id { return .reply(id: id) }
+        switch frame.event {
+        case "onUserStatusChanged":
+            return .statusChanged(frame.statuses ?? [], snapshot: frame.snapshot ?? false, truncated: frame.truncated ?? false)
+        case "kicked":
+            return .kicked(reason: frame.reason ?? "")
+        default:
+            return .ignored
+        }
+    }
+
     /// Handles one text frame: a reply goes to its requester, an event to ``events``.
     private func handle(_ data: Data) -> FrameOutcome {
-        let decoder = JSONDecoder()
-        guard let frame = try? decoder.decode(InboundFrame.self, from: data) else {
+        guard let frame = Self.read(data) else {
             logger.debug("a frame that does not decode was skipped")
             return .none
         }
-        if frame.event == "welcome", let welcome = try? decoder.decode(StatusDeviceWelcome.self, from: data) {
+        switch frame {
+        case .welcome(let welcome):
             state.withLock { state in
                 state.welcome = welcome
                 state.welcomedThisConnection = true
@@ -294,23 +330,19 @@ public final class StatusDevice: Sendable {
                 _ = state.versions.admit(welcome.status)
             }
             return yield(.welcome(welcome)) ? .welcomed(heartbeatSeconds: welcome.heartbeatSeconds) : .overflowed
-        }
-        if let id = frame.id {
+        case .reply(let id):
             replies.deliver(id, data)
             return .none
-        }
-        switch frame.event {
-        case "onUserStatusChanged":
-            let fresh = state.withLock { state in (frame.statuses ?? []).filter { state.versions.admit($0) } }
-            let snapshot = frame.snapshot ?? false
+        case .statusChanged(let statuses, let snapshot, let truncated):
+            let fresh = state.withLock { state in statuses.filter { state.versions.admit($0) } }
             // A snapshot is passed on even when empty: it tells the consumer that it now has every current status.
             guard !fresh.isEmpty || snapshot else { return .none }
-            return yield(.statusChanged(fresh, snapshot: snapshot, truncated: frame.truncated ?? false)) ? .none : .overflowed
-        case "kicked":
+            return yield(.statusChanged(fresh, snapshot: snapshot, truncated: truncated)) ? .none : .overflowed
+        case .kicked(let reason):
             state.withLock { $0.ended = true }
-            _ = yield(.kicked(reason: frame.reason ?? ""))
+            _ = yield(.kicked(reason: reason))
             return .none
-        default:
+        case .ignored:
             return .none
         }
     }

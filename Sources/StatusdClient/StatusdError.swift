@@ -27,6 +27,9 @@ public struct StatusdError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let rateLimited: Code = "RATE_LIMITED"
         public static let unavailable: Code = "UNAVAILABLE"
         public static let cannotSubscribeSelf: Code = "CANNOT_SUBSCRIBE_SELF"
+        public static let notFound: Code = "NOT_FOUND"
+        public static let methodNotAllowed: Code = "METHOD_NOT_ALLOWED"
+        public static let internalError: Code = "INTERNAL"
 
         /// Client side: no reply to a device request within its timeout.
         public static let timeout: Code = "TIMEOUT"

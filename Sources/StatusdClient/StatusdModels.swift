@@ -1,11 +1,9 @@
 /// The API's JSON shapes, as generated from the OpenAPI document, under the names the SPEC uses. Response shapes
-/// ignore members they do not know, so an answer from a newer server (a device `state`, say) still decodes.
+/// ignore members they do not know, so an answer from a newer server (a device `state`, say) still decodes; the closed
+/// sets of values (platforms, availabilities, error codes…) are the open types of OpenValues.swift, so a value a newer
+/// server adds decodes too.
 public typealias UserStatus = Components.Schemas.UserStatus
 public typealias OnlineDevice = Components.Schemas.OnlineDevice
-public typealias StatusType = Components.Schemas.StatusType
-public typealias Availability = Components.Schemas.Availability
-public typealias Platform = Components.Schemas.Platform
-public typealias LastSeenPrivacy = Components.Schemas.LastSeenPrivacy
 public typealias UserFailure = Components.Schemas.UserFailure
 public typealias StatusQueryResult = Components.Schemas.StatusQueryResult
 public typealias SubscribeResult = Components.Schemas.SubscribeResult

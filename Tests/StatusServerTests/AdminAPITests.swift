@@ -6,7 +6,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §3 and §7 admin API.
-@Suite struct AdminAPITests {
+@Suite(.redis) struct AdminAPITests {
     static let defaultConfig: JSONValue = [
         "plan": "basic", "statusQuery": false, "friendStatusNotify": false, "multiDeviceSync": true, "customStatusMaxBytes": 100,
         "subscriptionLimit": 200, "subscribeBatchLimit": 100, "queryBatchLimit": 500, "rateLimit": ["calls": 20, "windowSeconds": 5],

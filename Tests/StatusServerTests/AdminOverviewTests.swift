@@ -7,7 +7,7 @@ import Testing
 @testable import StatusServer
 
 /// The admin API's overview for operators and the console: `GET /v1/apps` and `GET /v1/apps/{appId}/stats`.
-@Suite struct AdminOverviewTests {
+@Suite(.redis) struct AdminOverviewTests {
     @Test func appsAreListedSortedAndOnlyWithTheAdminKey() async throws {
         try await withStatusd { api in
             let first = try await api.createApp()

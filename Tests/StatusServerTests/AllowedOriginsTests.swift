@@ -8,7 +8,7 @@ import Testing
 
 /// The `allowedOrigins` config flag: browsers of a listed origin connect, others get 403 `FORBIDDEN` on the upgrade,
 /// and an app without the list accepts any origin.
-@Suite struct AllowedOriginsTests {
+@Suite(.redis) struct AllowedOriginsTests {
     /// Sends a raw upgrade request with an `Origin` header and returns the HTTP status and error code of a refusal.
     private func upgrade(_ api: APIClient, token: String, origin: String?) async throws -> (Int, String?) {
         var headers = [

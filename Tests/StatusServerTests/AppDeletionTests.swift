@@ -8,7 +8,7 @@ import Testing
 
 /// SPEC §7 `DELETE /v1/apps/{appId}`: all its data goes, crash-safely (a tombstone first, the keys after, finished by any
 /// node), and the appId can only be created again once nothing of the old app is left.
-@Suite struct AppDeletionTests {
+@Suite(.redis) struct AppDeletionTests {
     private func redis() throws -> RedisClient {
         RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "app-deletion-test"))
     }
@@ -156,7 +156,7 @@ import Testing
 }
 
 /// Unauthenticated requests allocate nothing per appId: the app cache keeps existing apps only.
-@Suite struct AppCacheBoundTests {
+@Suite(.redis) struct AppCacheBoundTests {
     @Test func unknownAppIdsLeaveTheCacheEmpty() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "app-cache-test"))
         let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: SystemNodeClock())

@@ -7,7 +7,7 @@ import Testing
 /// SPEC §10.1 availability: set by setSelfStatus over both transports (alone or with a custom status), any plan, never
 /// rate-limited; an unknown value is `INVALID_REQUEST`; kept across offline periods and devices; a change is +1 version,
 /// notified, and posted as `availabilityChange`; shown whenever the viewer sees the user online, always to the user.
-@Suite struct AvailabilityTests {
+@Suite(.redis) struct AvailabilityTests {
     private func setAvailability(_ app: APIClient, _ userId: String, _ body: JSONValue) async throws -> APIResponse {
         try await app.call(.put, "/users/\(userId)/status", body)
     }

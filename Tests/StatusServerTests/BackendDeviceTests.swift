@@ -7,7 +7,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §2 and §7: devices driven by a backend (login / heartbeat / logout / kick) and the backend status query.
-@Suite struct BackendDeviceTests {
+@Suite(.redis) struct BackendDeviceTests {
     @Test func loginMakesTheUserOnline() async throws {
         try await withStatusd { api in
             let app = try await api.createApp()
@@ -225,7 +225,7 @@ import Testing
 }
 
 /// SPEC §7 `POST /status/query`: the backend's own view.
-@Suite struct BackendQueryTests {
+@Suite(.redis) struct BackendQueryTests {
     @Test func detailAddsOnlineDevices() async throws {
         try await withStatusd { api in
             let app = try await api.createApp()

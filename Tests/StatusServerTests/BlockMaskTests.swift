@@ -7,7 +7,7 @@ import Testing
 /// SPEC §10.5 blocks: a pair where either side blocked the other sees the other in the offline mask, without
 /// `lastActiveAt`, with the public version as it stood when the block began, unmoving while the block lasts; then the
 /// current public view again, whose version is not lower.
-@Suite struct BlockMaskTests {
+@Suite(.redis) struct BlockMaskTests {
     static let config: JSONValue = ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": 1000, "windowSeconds": 1]]
 
     private func seen(_ app: APIClient, by viewer: String, _ userId: String) async throws -> JSONValue {

@@ -6,7 +6,7 @@ import Testing
 @testable import StatusServer
 
 /// The bus's channel layout (docs/bus.md) and how a node keeps its subscriptions in line with its devices.
-@Suite struct BusChannelsTests {
+@Suite(.redis) struct BusChannelsTests {
     @Test func channelNamesParseBackToWhatTheyName() {
         let user = BusChannels.user("app-1", "alice.b@x")
         #expect(user == "st:{app-1:alice.b@x}:bus")

@@ -10,7 +10,7 @@ import Testing
 /// The bus wire format of `docs/bus.md`: every message type written by ``EventBus`` reads back as itself, other
 /// versions and unknown types are refused rather than misread, and the status messages that the Lua scripts publish
 /// (built by hand in `lib.lua`) decode to exactly the status the write returned, whatever its custom status holds.
-@Suite(.timeLimit(.minutes(1))) struct BusWireFormatTests {
+@Suite(.redis, .timeLimit(.minutes(1))) struct BusWireFormatTests {
     private static let status = UserStatus(
         userId: "alice",
         statusType: .online,

@@ -6,7 +6,7 @@ import Testing
 
 /// SPEC §9: several nodes on one Redis. A change on one node reaches devices on another, and a node that dies has its
 /// devices turned offline by the others within 30 seconds.
-@Suite struct ClusterTests {
+@Suite(.redis) struct ClusterTests {
     /// Runs `body` with node A in process (`api`, its port is `api.client.port`), node B as a child process, and a
     /// premium app with the users `alice` and `watcher`.
     private func withTwoNodes(_ body: @Sendable (APIClient, APIClient, ChildNode) async throws -> Void) async throws {

@@ -7,7 +7,7 @@ import Testing
 /// SPEC §10.6 `connectRateLimit`: at most `calls` device connects per user in any `windowSeconds` (sliding window, the
 /// accepted ones counted, WebSocket upgrades and backend logins together); past it the upgrade or login is refused
 /// with 429 `RATE_LIMITED`, `retryAfterMs` and `Retry-After`, and nothing is stored.
-@Suite struct ConnectRateLimitTests {
+@Suite(.redis) struct ConnectRateLimitTests {
     @Test func theDefaultIs30ConnectsPer60Seconds() async throws {
         try await withStatusd { api in
             let app = try await api.createApp()

@@ -9,7 +9,7 @@ import Testing
 /// SPEC §10.2: `clearAfterSeconds` (1–604,800) with a custom status; the status object carries `customStatusExpiresAt`;
 /// at that moment (within 1 s) the custom status is cleared as a notified change (webhook reason `expired`), on any node
 /// and after a restart; another custom status without it, or a clearing, removes the expiry.
-@Suite struct CustomStatusExpiryTests {
+@Suite(.redis) struct CustomStatusExpiryTests {
     private func set(_ app: APIClient, _ userId: String, _ body: JSONValue) async throws -> APIResponse {
         try await app.call(.put, "/users/\(userId)/status", body)
     }

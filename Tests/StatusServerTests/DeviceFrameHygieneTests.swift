@@ -7,7 +7,7 @@ import Testing
 
 /// SPEC §7 replies on the device socket: a reply to a frame whose `id` can be read carries that `id`, whatever else is
 /// wrong with the frame; objects and arrays are held to one depth rule.
-@Suite struct DeviceFrameHygieneTests {
+@Suite(.redis) struct DeviceFrameHygieneTests {
     @Test func theIdIsReadFromFramesThatDoNotParse() {
         func peek(_ text: String) -> JSONValue? { RequestIdPeek.id(in: Array(text.utf8)) }
         #expect(peek(#"{"id":"7","op":"getUserStatus","userIds":[1,2"#) == "7")

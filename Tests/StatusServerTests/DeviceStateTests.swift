@@ -9,7 +9,7 @@ import Testing
 /// is an `onlineDevices`-only event (own devices, same version). SPEC §10.1 automatic away: while the user chose
 /// `available` and every connected device is idle or in the background, everyone who sees the user online sees `away`
 /// (a change: version +1); a device reporting `active`, or a new device connecting, makes it `available` again.
-@Suite struct DeviceStateTests {
+@Suite(.redis) struct DeviceStateTests {
     @Test func setDeviceStateIsCheckedAndShownInOnlineDevices() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)

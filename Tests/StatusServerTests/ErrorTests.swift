@@ -6,7 +6,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §7 error bodies and §1 request limits.
-@Suite struct ErrorTests {
+@Suite(.redis) struct ErrorTests {
     @Test func malformedJSONIsInvalidRequest() async throws {
         try await withStatusd { api in
             let app = try await api.createApp(config: premiumConfig)

@@ -5,7 +5,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §6: who receives `onUserStatusChanged`, over real WebSockets.
-@Suite struct FanoutTests {
+@Suite(.redis) struct FanoutTests {
     /// Connects `watcher` (with `presence`) and `alice`, lets alice change her status, and returns what the watcher got.
     private func eventsSeen(
         config: JSONValue,

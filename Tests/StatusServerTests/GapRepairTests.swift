@@ -9,7 +9,7 @@ import Testing
 /// SPEC §10.7 / §9: a device kicked, replaced or deleted while its node's bus feed was down is closed within 2 s of the
 /// feed being back, as if the node had heard it (``DeviceRecordAudit``). The fault is real: the node's pub/sub
 /// connections are killed with `CLIENT KILL` (``BusFault``), and the removal is made at once, while they reconnect.
-@Suite struct GapRepairTests {
+@Suite(.redis) struct GapRepairTests {
     @Test func aKickMadeDuringABusGapClosesTheSocket() async throws {
         try await removedDuringAGap(expecting: "kicked") { app in
             _ = expectOK(try await app.call(.post, "/users/alice/kick", ["deviceId": "a1"]))

@@ -6,7 +6,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §4 getUserStatus through `POST /users/{userId}/status/query`.
-@Suite struct GetUserStatusTests {
+@Suite(.redis) struct GetUserStatusTests {
     @Test func selfQueryWorksOnBasicAndIsNeverLimited() async throws {
         try await withStatusd { api in
             let app = try await api.createApp(config: ["rateLimit": ["calls": 2, "windowSeconds": 60]])

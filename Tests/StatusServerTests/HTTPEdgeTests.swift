@@ -8,7 +8,7 @@ import Testing
 /// and the connection closes), its bytes are bounded, `Expect: 100-continue` is answered at once, and requests that
 /// cannot be served are answered or closed at once, never left open until the idle timeout. The limit is shortened
 /// to 800 ms here; the idle timeout stays at 60 s, so a connection closed within a few seconds was closed by the rule.
-@Suite struct HTTPEdgeTests {
+@Suite(.redis) struct HTTPEdgeTests {
     static let limit = Duration.milliseconds(800)
 
     /// A node whose requests must arrive whole within `limit` (``limit`` unless a test is about bytes, not time).

@@ -6,7 +6,7 @@ import Testing
 
 /// SPEC §10.5: an invisible user is shown to others exactly as a user who went offline when they became invisible, by
 /// every answer, event and number (the public version); the user and the app's own reads see the truth.
-@Suite struct InvisibilityTests {
+@Suite(.redis) struct InvisibilityTests {
     /// premium + statusQuery, with room for the many queries of a transcript.
     static let config: JSONValue = ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": 1000, "windowSeconds": 1]]
 

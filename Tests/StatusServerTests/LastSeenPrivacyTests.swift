@@ -6,7 +6,7 @@ import Testing
 
 /// SPEC §2 last-seen privacy: a user's `lastSeenPrivacy` (else the app default) decides who else sees `lastActiveAt`,
 /// in replies and in events; the user, the backend query and app-key listings always see it.
-@Suite struct LastSeenPrivacyTests {
+@Suite(.redis) struct LastSeenPrivacyTests {
     /// alice hides it from everyone, bob shows it to friends (dave is one), carol set nothing (the app default).
     private func setUp(_ app: APIClient) async throws {
         try await app.createUsers(["carol", "dave", "eve"])

@@ -7,7 +7,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §4 listing users by presence: `GET /users?status=online|offline&limit=&cursor=`.
-@Suite struct ListingTests {
+@Suite(.redis) struct ListingTests {
     /// Every page of a listing, following cursors.
     static func allPages(_ app: APIClient, status: String, limit: Int) async throws -> (users: [JSONValue], pages: Int) {
         var users: [JSONValue] = []

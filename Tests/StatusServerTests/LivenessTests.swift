@@ -8,7 +8,7 @@ import Testing
 
 /// SPEC §7 and §9 under faults injected for real: silent peers, peers that break the protocol, a dropped bus
 /// connection, a stalled node. Every session ends with its TCP connection closed, and nothing is lost.
-@Suite struct LivenessTests {
+@Suite(.redis) struct LivenessTests {
     /// The timeout is the node's own time (its housekeeping's ticks, the session's last sign of life): the test moves
     /// the node's clock, so a busy machine delays the node's work but cannot stretch or shrink the timeout.
     @Test func aSilentDeviceGoesOfflineWithinItsTimeoutAndItsSocketIsClosed() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// SPEC §3 `loginPolicy` and §7: a login kicks the devices the policy names, which receive `{"event": "kicked",
 /// "reason": "loginPolicy"}` and are closed; the login succeeds in the same step and subscribers see one change at most.
-@Suite struct LoginPolicyTests {
+@Suite(.redis) struct LoginPolicyTests {
     @Test func singlePerPlatformKicksTheOtherDeviceOfThatPlatformOnly() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: ["loginPolicy": "singlePerPlatform"])

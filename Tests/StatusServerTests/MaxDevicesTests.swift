@@ -6,7 +6,7 @@ import Testing
 
 /// SPEC §3 `maxDevicesPerUser`: a login past it kicks the user's earliest-connected device, which receives
 /// `{"event": "kicked", "reason": "tooManyDevices"}` and is closed; the login itself succeeds.
-@Suite struct MaxDevicesTests {
+@Suite(.redis) struct MaxDevicesTests {
     @Test func aLoginPastTheLimitKicksTheEarliestConnectedDevice() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: ["maxDevicesPerUser": 2])

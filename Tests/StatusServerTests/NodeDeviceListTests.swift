@@ -9,7 +9,7 @@ import Testing
 /// The node's device list (``NodeRegistry``), written with a group commit: a batch keeps its changes' order, concurrent
 /// connects and departures share round trips, and every caller returns once its own change is in Redis (the node's
 /// reconciliation and the survivors' cleanup read this list, so a device must be listed before it is connected).
-@Suite struct NodeDeviceListTests {
+@Suite(.redis) struct NodeDeviceListTests {
     private typealias Change = NodeStore.ListChange
 
     @Test func aBatchIsOneCommandPerRunOfAdditionsOrRemovalsInOrder() {

@@ -8,7 +8,7 @@ import Testing
 
 /// A departure the node could not write when the socket closed (Redis unreachable then) is filed later by the node's
 /// housekeeping, so the user does not stay `online` for as long as the node lives.
-@Suite struct NodeReconciliationTests {
+@Suite(.redis) struct NodeReconciliationTests {
     @Test func aListedDeviceWithoutASessionIsFiledOffline() async throws {
         let nodeId = "node-" + UUID().uuidString.prefix(8).lowercased()
         let fixedNode: (inout ServerConfiguration) -> Void = { configuration in

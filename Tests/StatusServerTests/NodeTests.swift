@@ -7,7 +7,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §3 (config changes reach every node within 1 s) and §7 `UNAVAILABLE`.
-@Suite struct NodeTests {
+@Suite(.redis) struct NodeTests {
     @Test func configChangeReachesAnotherNodeWithin1Second() async throws {
         let adminKey = "admin-" + UUID().uuidString
         try await withStatusd(adminKey: adminKey) { first in

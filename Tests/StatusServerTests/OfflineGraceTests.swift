@@ -10,7 +10,7 @@ import Testing
 /// everyone for the grace, with nothing notified; a reconnect within it, to any node, changes nothing for others and
 /// keeps the custom status; otherwise the user goes `offline` when it ends, with `lastActiveAt` = the drop. The webhook
 /// hears the drop at once, with `statusType` `online`. The grace lives in Redis, so it outlives the node that began it.
-@Suite struct OfflineGraceTests {
+@Suite(.redis) struct OfflineGraceTests {
     static func config(grace: Int) -> JSONValue {
         ["plan": "premium", "statusQuery": true, "offlineGraceSeconds": .int(Int64(grace))]
     }

@@ -8,7 +8,7 @@ import Testing
 /// The online index written in batches (``OnlineIndexWriter``, `presence_index.lua`) against a real Redis: concurrent
 /// updates of one app share script calls, each caller returns once its own update is in the index, and within a
 /// batch, as across batches, an older version never undoes a newer one.
-@Suite struct OnlineIndexWriterTests {
+@Suite(.redis) struct OnlineIndexWriterTests {
     private func wiring() throws -> (RedisClient, NodeWiring) {
         var logger = Logger(label: "online-index-test")
         logger.logLevel = .warning

@@ -9,7 +9,7 @@ import Testing
 @testable import StatusServer
 
 /// The OpenAPI document served at `/openapi.json` (SPEC §9) against the router it describes.
-@Suite struct OpenAPIDocumentTests {
+@Suite(.redis) struct OpenAPIDocumentTests {
     private static let methods = ["get", "put", "post", "delete", "patch", "head", "options"]
 
     /// The document as shipped in the package.

@@ -11,7 +11,7 @@ import FoundationNetworking
 #endif
 
 /// SPEC §9 health, readiness and metrics; SPEC §7 `UNAVAILABLE` when Redis cannot be reached.
-@Suite struct OperationsEndpointsTests {
+@Suite(.redis) struct OperationsEndpointsTests {
     @Test func metricsAreExportedInPrometheusText() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)

@@ -7,7 +7,7 @@ import Testing
 
 /// SPEC §7 request hygiene for paths: an empty segment never runs another route, and ids are percent-decoded once,
 /// then validated.
-@Suite struct EmptyPathSegmentTests {
+@Suite(.redis) struct EmptyPathSegmentTests {
     /// Before the rule, each of these ran the route one segment shorter, for a user named after the last segment.
     @Test func anEmptyUserIdIsRefusedAndChangesNothing() async throws {
         try await withStatusd { api in
@@ -76,7 +76,7 @@ import Testing
     }
 }
 
-@Suite struct PercentDecodedPathTests {
+@Suite(.redis) struct PercentDecodedPathTests {
     @Test func aUserIdIsDecodedOnceThenValidated() async throws {
         try await withStatusd { api in
             let app = try await api.createApp()

@@ -6,7 +6,7 @@ import Testing
 
 /// SPEC §10.7 presence accuracy, measured: the time from a device's last inbound byte to its departure being filed, by
 /// reason, and the ghost census, as the admin stats (and the console) show them.
-@Suite struct PresenceAccuracyTests {
+@Suite(.redis) struct PresenceAccuracyTests {
     @Test func departuresAndCensusesAddUp() {
         let accuracy = PresenceAccuracy()
         #expect(accuracy.snapshot == PresenceAccuracy.Snapshot(ghostDevices: nil, departures: [:]))

@@ -6,7 +6,7 @@ import Testing
 
 /// SPEC §10.5 and §10.2 across nodes: the node that receives a change builds each recipient's view from the bus message
 /// alone, and an expiry is cleared by whichever node is alive when it falls due.
-@Suite struct PresenceAcrossNodesTests {
+@Suite(.redis) struct PresenceAcrossNodesTests {
     @Test func aNodeShowsTheOwnViewToTheUserAndThePublicViewToOthers() async throws {
         let adminKey = "admin-" + UUID().uuidString
         try await withStatusd(.live, adminKey: adminKey) { api in

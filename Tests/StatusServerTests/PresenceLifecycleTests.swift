@@ -5,7 +5,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §2 status transitions driven by real WebSocket devices.
-@Suite struct PresenceLifecycleTests {
+@Suite(.redis) struct PresenceLifecycleTests {
     @Test func firstDeviceOnlineSecondChangesDevicesOnlyLastDropOffline() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)

@@ -17,7 +17,7 @@ import Testing
 /// - never backwards: the versions of one user's events on one device never decrease.
 ///
 /// The seed is printed (`STATUSD_MODEL_SEED` replays it); `STATUSD_MODEL_SECONDS` bounds the run (default 20 s).
-@Suite struct PresenceModelTests {
+@Suite(.redis) struct PresenceModelTests {
     @Test func randomInterleavingsMatchTheModel() async throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["STATUSD_MODEL_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...999_999)

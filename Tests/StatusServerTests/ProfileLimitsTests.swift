@@ -6,7 +6,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §1 profile limits on `PUT /users/{userId}`: past any of them `INVALID_REQUEST`, and nothing changes.
-@Suite struct ProfileLimitsTests {
+@Suite(.redis) struct ProfileLimitsTests {
     /// `{"metadata": {"k": {"k": ... 1}}}` with the metadata object nested `depth` levels.
     private func nestedMetadata(depth: Int) -> String {
         "{\"metadata\": " + String(repeating: "{\"k\": ", count: depth) + "1" + String(repeating: "}", count: depth) + "}"

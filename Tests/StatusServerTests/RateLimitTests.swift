@@ -5,7 +5,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §5: a sliding window per (app, user, operation).
-@Suite struct RateLimitTests {
+@Suite(.redis) struct RateLimitTests {
     static func config(calls: Int64, windowSeconds: Int64) -> JSONValue {
         ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": .int(calls), "windowSeconds": .int(windowSeconds)]]
     }

@@ -11,7 +11,7 @@ import Testing
 /// lost"): a live resharding with `redis-cli --cluster reshard`, and a master killed so that its replica takes over.
 /// Writes run all along; each is answered 200 or 503, never anything else; every acknowledged write is what Redis
 /// holds afterwards; and a device watching the users hears the last status of each.
-@Suite("statusd on a changing Redis Cluster", .serialized, .timeLimit(.minutes(3)))
+@Suite("statusd on a changing Redis Cluster", .redis, .serialized, .timeLimit(.minutes(3)))
 struct RedisClusterServiceTests {
     static let users = (0..<24).map { "u\($0)" }
 

@@ -11,7 +11,7 @@ import Testing
 /// scripts run too) around refused calls of 100 ids: the check reads the caller's own keys (and the app record when
 /// its cache lapsed), one or two commands of a kind, where touching the targets would be a hundred. Counted on a
 /// redis-server of the test's own: the shared one counts every test running meanwhile.
-@Suite struct RefusalCostTests {
+@Suite(.redis) struct RefusalCostTests {
     @Test func refusedCallsOf100IdsTouchNoTarget() async throws {
         let server = try await PrivateRedis.start()
         defer { server.stop() }

@@ -7,7 +7,7 @@ import Testing
 /// SPEC §7 "a refused request changes nothing", for what the fuzz stage (`scripts/fuzz`) found: routes that take no
 /// body acted before their (malformed) body had arrived, bodyless routes ignored garbage bodies, and bytes pipelined
 /// after a request got a 400 read as that request's answer.
-@Suite struct RefusedRequestsChangeNothingTests {
+@Suite(.redis) struct RefusedRequestsChangeNothingTests {
     @Test func aDeleteWithAMalformedChunkedBodyDeletesNothing() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp()

@@ -5,7 +5,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §7 friends and blocks endpoints.
-@Suite struct RelationsTests {
+@Suite(.redis) struct RelationsTests {
     @Test func friendshipsAreMutual() async throws {
         try await withStatusd { api in
             let app = try await api.createApp()

@@ -7,7 +7,7 @@ import Testing
 
 /// SPEC §7: every JSON body is strict RFC 8259 in UTF-8 with only the members its route knows, or `INVALID_REQUEST`
 /// and nothing changes; SPEC §4: setSelfStatus changes only the fields it is given.
-@Suite struct RequestBodyHygieneTests {
+@Suite(.redis) struct RequestBodyHygieneTests {
     /// A user alice online on device d1, friend of bob, subscribed to bob, blocking nobody, custom status "busy".
     private func prepared(_ api: APIClient) async throws -> APIClient {
         let app = try await api.createApp(config: premiumConfig)

@@ -10,7 +10,7 @@ import Testing
 /// SPEC §7 resume: the welcome carries a `resume` token; a device reconnecting with it within
 /// `heartbeatTimeoutSeconds` of losing its socket receives, right after its welcome, one `onUserStatusChanged` with the
 /// current status of every user it may hear about whose version moved meanwhile. Unknown or expired tokens are ignored.
-@Suite struct ResumeTests {
+@Suite(.redis) struct ResumeTests {
     /// alice subscribes to bob and carol; carol's change happens well before alice's session, bob's while she is away.
     private func setUp(_ api: APIClient) async throws {
         let app = try api.appFacade()

@@ -8,7 +8,7 @@ import Testing
 
 /// Answers for requests no route takes: 405 with `Allow` for a known path, 404 for an unknown one, and the plain
 /// GET of the WebSocket path.
-@Suite struct RoutingTests {
+@Suite(.redis) struct RoutingTests {
     @Test func aKnownPathWithAnotherMethodIs405WithTheAllowedMethods() async throws {
         try await withStatusd { api in
             let app = try await api.createApp()
@@ -37,7 +37,7 @@ import Testing
 }
 
 /// `Upgrade` headers that ask for no WebSocket are ignored (RFC 9110 §7.8), not left unanswered.
-@Suite struct IgnoredUpgradeTests {
+@Suite(.redis) struct IgnoredUpgradeTests {
     @Test func aRequestAskingForAnotherProtocolIsAnsweredAsPlainHTTP() async throws {
         try await withStatusd(.live) { api in
             let port = api.client.port!
@@ -60,7 +60,7 @@ import Testing
 }
 
 /// RFC 6455 §4.2.1: an upgrade whose `Sec-WebSocket-Key` is not 16 bytes of base64 is refused with 400.
-@Suite struct WebSocketKeyTests {
+@Suite(.redis) struct WebSocketKeyTests {
     @Test func anUpgradeWithABadKeyIsRefused() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp()

@@ -10,7 +10,7 @@ import Testing
 /// nothing about others, so its node subscribes to none of the app's slot channels and marks nothing (no app-wide
 /// log of changes is written for it); the config switched on brings it in line within a second, and off again drops
 /// the channels.
-@Suite struct ScopeGatingTests {
+@Suite(.redis) struct ScopeGatingTests {
     @Test func anAppWideScopeWithoutTheFeatureListensToNothing() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: ["plan": "basic"])

@@ -7,7 +7,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §1 customStatus and §4 setSelfStatus through `PUT /users/{userId}/status`.
-@Suite struct SetSelfStatusTests {
+@Suite(.redis) struct SetSelfStatusTests {
     @Test func exactly100BytesIsAcceptedAnd101Rejected() async throws {
         try await withStatusd { api in
             let app = try await api.createApp()

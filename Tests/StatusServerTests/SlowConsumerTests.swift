@@ -5,7 +5,7 @@ import Testing
 @testable import StatusServer
 
 /// ARCHITECTURE "Fan-out": a device that stops reading has its queue capped and is disconnected (counted as gone).
-@Suite struct SlowConsumerTests {
+@Suite(.redis) struct SlowConsumerTests {
     @Test func aDeviceThatStopsReadingIsDisconnectedAndGoesOffline() async throws {
         let smallQueues: (inout ServerConfiguration) -> Void = { $0.sessionBacklogBytes = 8 * 1024 }
         try await withStatusd(.live, configure: smallQueues) { api in

@@ -2,7 +2,7 @@ import Testing
 
 @testable import StatusServer
 
-@Suite struct SmokeTests {
+@Suite(.redis) struct SmokeTests {
     @Test func healthAndAppCreation() async throws {
         try await withStatusd { api in
             let health = try await api.raw(.get, "/healthz", key: nil)

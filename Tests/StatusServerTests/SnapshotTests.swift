@@ -10,7 +10,7 @@ import Testing
 /// that is nobody; an `all`/`roles:` scope adds the users it sees online, at most the bound, with `"truncated": true`
 /// past it. A resume whose log of recent changes passed its bound sends such a snapshot instead of dropping the rest
 /// (SPEC §10.7).
-@Suite struct SnapshotTests {
+@Suite(.redis) struct SnapshotTests {
     /// The frames a device received, decoded, in order (coalesced frames kept whole).
     private func frames(_ device: TestDevice) throws -> [JSONValue] {
         try device.rawFrames.map { try JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }

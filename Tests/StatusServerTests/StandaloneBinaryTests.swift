@@ -8,7 +8,7 @@ import FoundationNetworking
 
 /// The `statusd` binary runs when copied alone (`install -m 0755 statusd /usr/local/bin`, docs/operations.md): its Lua
 /// scripts and web files are embedded in it, not read from a resource bundle beside it.
-@Suite struct StandaloneBinaryTests {
+@Suite(.redis) struct StandaloneBinaryTests {
     @Test func aCopyOfTheBinaryAloneServesItsFilesAndRunsItsScripts() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("statusd-alone-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -21,7 +21,7 @@ import FoundationNetworking
         let node = try await ChildNode(adminKey: adminKey, nodeId: "alone-" + UUID().uuidString.prefix(8).lowercased(), binary: copy)
         defer { node.crash() }
         let base = "http://127.0.0.1:\(node.port)"
-        for path in ["/openapi.json", "/client/statusd.js", "/console"] {
+        for path in ["/openapi.json", "/asyncapi.json", "/client/statusd.js", "/console"] {
             let (data, response) = try await URLSession.shared.data(from: URL(string: base + path)!)
             #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(path)")
             #expect(data.count > 1000, "\(path) is \(data.count) bytes")

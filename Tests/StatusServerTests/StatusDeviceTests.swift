@@ -6,7 +6,7 @@ import Testing
 
 /// The device client against a live statusd: the welcome and snapshot, live changes, reconnect with `resume` after the
 /// server closes the socket, and a kick that ends it.
-@Suite struct StatusDeviceTests {
+@Suite(.redis) struct StatusDeviceTests {
     /// An app where alice subscribes to bob; devices heartbeat-time-out after 5 s.
     private func setUp(_ api: APIClient) async throws -> (APIClient, StatusdApp) {
         let bound = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "heartbeatTimeoutSeconds": 5])

@@ -9,7 +9,7 @@ import Testing
 /// A status read is one `HMGET` of the status hash, which carries a read copy of the profile's role and last-seen
 /// privacy and of the devices (`lib.lua` `write_read_copy`). These tests check that every write keeps the copy right,
 /// and that a status hash written by an earlier version (no copy) still reads right and gets its copy.
-@Suite struct StatusReadCopyTests {
+@Suite(.redis) struct StatusReadCopyTests {
     private func copy(_ redis: RedisClient, _ appId: String, _ userId: String) async throws -> [String: String] {
         let status = RedisKeys(appId: appId).user(userId).status
         let values = try await redis.send("HMGET", status, "pc", "pr", "pp", "dp").array ?? []

@@ -7,7 +7,7 @@ import struct StatusServer.ServerConfiguration
 
 /// The generated client and its facade against a live statusd: every operation of the admin and server API in the
 /// document is called through the facade, and answers as the SPEC says.
-@Suite struct StatusdClientCoverageTests {
+@Suite(.redis) struct StatusdClientCoverageTests {
     /// The generator reads the server's own document (a link, not a copy).
     @Test func theGeneratorReadsTheDocumentTheServerServes() throws {
         let served = try Data(contentsOf: OpenAPIDocumentFile.serverCopy)

@@ -6,7 +6,7 @@ import Testing
 
 /// SPEC §7 errors as the client's typed ``StatusdError``: the body's code and message, the HTTP status, and
 /// `retryAfterMs` of a rate-limited call.
-@Suite struct StatusdClientErrorTests {
+@Suite(.redis) struct StatusdClientErrorTests {
     private func expectError(
         _ code: StatusdError.Code,
         _ status: Int,

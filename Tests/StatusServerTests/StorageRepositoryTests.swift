@@ -7,7 +7,7 @@ import Testing
 
 /// The repositories of `Storage/` that do more than send one command, against a real Redis: what they read back and
 /// which entries they leave.
-@Suite struct StorageRepositoryTests {
+@Suite(.redis) struct StorageRepositoryTests {
     private func client() throws -> RedisClient {
         var logger = Logger(label: "storage-repository-test")
         logger.logLevel = .warning

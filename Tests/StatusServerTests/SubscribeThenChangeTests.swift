@@ -11,7 +11,7 @@ import Testing
 /// channel (docs/bus.md `relations` `since`). Each pair changes the target with no pause after the answer, the
 /// interleaving a real client produces first, and the change is written the fastest way there is: the script itself,
 /// from a Redis client of the test's own (as another node would), one round trip after the answer.
-@Suite struct SubscribeThenChangeTests {
+@Suite(.redis) struct SubscribeThenChangeTests {
     /// Pairs run at once; each is a fresh watcher with one device and a fresh target.
     static let concurrency = 20
 

@@ -5,7 +5,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §4 subscribeUserStatus / unsubscribeUserStatus and the subscription listing.
-@Suite struct SubscriptionTests {
+@Suite(.redis) struct SubscriptionTests {
     @Test func gatingIsPlanThenSwitch() async throws {
         try await withStatusd { api in
             let app = try await api.createApp()

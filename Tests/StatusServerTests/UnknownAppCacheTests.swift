@@ -9,7 +9,7 @@ import Testing
 
 /// Requests naming made-up apps: the node remembers the appId as missing for a moment, so a flood of them costs Redis
 /// one lookup, not one per request; an app created meanwhile is found at once.
-@Suite(.serialized) struct UnknownAppCacheTests {
+@Suite(.redis, .serialized) struct UnknownAppCacheTests {
     @Test func repeatedRequestsForAMadeUpAppCostNoRedisCommands() async throws {
         // Commands are counted on a server of this test's own: the shared one counts every test running meanwhile.
         try await withPrivateRedis { server in

@@ -8,7 +8,7 @@ import Testing
 
 /// SPEC §7: deleting a user removes every other user's subscription to them and invalidates their tokens; a user
 /// created again under the same id starts with no subscribers and needs new tokens.
-@Suite struct UserDeletionTests {
+@Suite(.redis) struct UserDeletionTests {
     @Test func deletionRemovesEveryInboundSubscription() async throws {
         try await withStatusd { api in
             let app = try await api.createApp(config: premiumConfig)

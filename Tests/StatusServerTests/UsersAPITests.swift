@@ -6,7 +6,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §7 server API: authentication, users and tokens.
-@Suite struct AuthTests {
+@Suite(.redis) struct AuthTests {
     @Test func missingOrWrongKeyIsUnauthorized() async throws {
         try await withStatusd { api in
             let app = try await api.createApp()
@@ -58,7 +58,7 @@ import Testing
     }
 }
 
-@Suite struct UsersAPITests {
+@Suite(.redis) struct UsersAPITests {
     @Test func putCreatesAndUpdatesProfiles() async throws {
         try await withStatusd { api in
             let app = try await api.createApp()

@@ -6,7 +6,7 @@ import Testing
 /// The cache of verified user tokens (``VerifiedTokenCache``) saves the decoding and the HMAC of a token a device
 /// presents again, and nothing else: an expired token, a token of an app created again under the same id (another
 /// secret) or of a deleted user is refused whether or not it is cached.
-@Suite struct VerifiedTokenCacheTests {
+@Suite(.redis) struct VerifiedTokenCacheTests {
     private let entry = VerifiedTokenCache.Entry(appId: "a1", userId: "alice", generation: "g1", expiresAt: 1_000, secret: "s1")
 
     @Test func anEntryCountsOnlyUntilItsExpiry() {

@@ -7,7 +7,7 @@ import Testing
 @testable import StatusServer
 
 /// SPEC §7 device WebSocket: upgrade checks, welcome, requests and replies, shared counters.
-@Suite struct WebSocketSessionTests {
+@Suite(.redis) struct WebSocketSessionTests {
     /// Sends a raw upgrade request and returns the HTTP status and error code of a refusal.
     private func upgrade(_ api: APIClient, query: String, token: String?) async throws -> (Int, String?) {
         var headers = [

@@ -10,7 +10,7 @@ import Testing
 /// SPEC §10.7 "one app cannot slow or break another", for webhooks: per-app queues, fair turns, per-app bounds, and
 /// queues that die with their app. Real sockets: a receiver that accepts and never answers, one that refuses, and a
 /// real HTTP receiver. Serialized, because delays are asserted.
-@Suite(.serialized) struct WebhookFairnessTests {
+@Suite(.redis, .serialized) struct WebhookFairnessTests {
     @Test func quietAppIsDeliveredWithinASecondWhileANoisyAppsReceiversHangAndRefuse() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "webhook-fairness"))
         let hanging = try DeadReceiver(.hanging)

@@ -13,7 +13,7 @@ import Testing
 
 /// SPEC §8 end to end: statusd nodes on the test Redis POST to a real HTTP receiver on 127.0.0.1. Serialized, because
 /// timings are asserted and one test takes events over from a node that died.
-@Suite(.serialized) struct WebhookTests {
+@Suite(.redis, .serialized) struct WebhookTests {
     static let secret = "whsec-test"
 
     static func webhookConfig(_ url: String) -> JSONValue {

@@ -8,7 +8,7 @@ import Testing
 /// SPEC §7: a refused request changes nothing, then or later. Every script call carries its deadline on Redis's clock
 /// (``WriteFence``); a call that reaches Redis after it (held up on a silent network path that came back) is refused
 /// by `lib.lua` before it writes anything.
-@Suite struct WriteFenceTests {
+@Suite(.redis) struct WriteFenceTests {
     private let start = ContinuousClock.now
 
     @Test func theOffsetIsTakenAtTheRoundTripsMidpointAndKnownToHalfOfIt() {

@@ -3,7 +3,8 @@ import Hummingbird
 import StatusCore
 
 /// The files statusd serves to people and tools rather than to apps: the OpenAPI document of its HTTP API
-/// (`/openapi.json`, SPEC §9), the browser client (`/client/statusd.js`) and the admin console (`/console`).
+/// (`/openapi.json`, SPEC §9), the AsyncAPI document of the device WebSocket's frames (`/asyncapi.json`), the browser
+/// client (`/client/statusd.js`) and the admin console (`/console`).
 ///
 /// They are embedded in the binary (the EmbedResources build plugin) and read once at start. None of them holds data: the console asks the operator
 /// for the admin key and sends it only to this server's admin API.
@@ -22,6 +23,10 @@ struct WebRoutes: Sendable {
         (
             "openapi.json",
             File(resource: "openapi.json", contentType: "application/json; charset=utf-8", extraHeaders: [.accessControlAllowOrigin: "*"])
+        ),
+        (
+            "asyncapi.json",
+            File(resource: "asyncapi.json", contentType: "application/json; charset=utf-8", extraHeaders: [.accessControlAllowOrigin: "*"])
         ),
         (
             "client/statusd.js",

@@ -20,28 +20,7 @@ extension Components {
     /// Types generated from the `#/components/schemas` section of the OpenAPI document.
     public enum Schemas {
         /// - Remark: Generated from `#/components/schemas/ErrorCode`.
-        @frozen public enum ErrorCode: String, Codable, Hashable, Sendable, CaseIterable {
-            case invalidRequest = "INVALID_REQUEST"
-            case invalidUserId = "INVALID_USER_ID"
-            case customStatusTooLong = "CUSTOM_STATUS_TOO_LONG"
-            case tooManyUsers = "TOO_MANY_USERS"
-            case invalidLimit = "INVALID_LIMIT"
-            case unauthorized = "UNAUTHORIZED"
-            case forbidden = "FORBIDDEN"
-            case planNotSupported = "PLAN_NOT_SUPPORTED"
-            case featureDisabled = "FEATURE_DISABLED"
-            case userNotFound = "USER_NOT_FOUND"
-            case appNotFound = "APP_NOT_FOUND"
-            case appExists = "APP_EXISTS"
-            case requestTimeout = "REQUEST_TIMEOUT"
-            case payloadTooLarge = "PAYLOAD_TOO_LARGE"
-            case rateLimited = "RATE_LIMITED"
-            case unavailable = "UNAVAILABLE"
-            case cannotSubscribeSelf = "CANNOT_SUBSCRIBE_SELF"
-            case notFound = "NOT_FOUND"
-            case methodNotAllowed = "METHOD_NOT_ALLOWED"
-            case _internal = "INTERNAL"
-        }
+        public typealias ErrorCode = StatusdClient.StatusdError.Code
         /// - Remark: Generated from `#/components/schemas/Error`.
         public struct _Error: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/Error/code`.
@@ -95,46 +74,19 @@ extension Components {
         /// - Remark: Generated from `#/components/schemas/DeviceId`.
         public typealias DeviceId = Swift.String
         /// - Remark: Generated from `#/components/schemas/Platform`.
-        @frozen public enum Platform: String, Codable, Hashable, Sendable, CaseIterable {
-            case ios = "ios"
-            case android = "android"
-            case ipad = "ipad"
-            case web = "web"
-            case windows = "windows"
-            case macos = "macos"
-            case linux = "linux"
-            case other = "other"
-        }
+        public typealias Platform = StatusdClient.Platform
         /// - Remark: Generated from `#/components/schemas/StatusType`.
-        @frozen public enum StatusType: String, Codable, Hashable, Sendable, CaseIterable {
-            case online = "online"
-            case offline = "offline"
-            case unlogined = "unlogined"
-        }
+        public typealias StatusType = StatusdClient.StatusType
         /// - Remark: Generated from `#/components/schemas/LastSeenPrivacy`.
-        @frozen public enum LastSeenPrivacy: String, Codable, Hashable, Sendable, CaseIterable {
-            case everyone = "everyone"
-            case friends = "friends"
-            case nobody = "nobody"
-        }
+        public typealias LastSeenPrivacy = StatusdClient.LastSeenPrivacy
         /// What the user chose to show (SPEC §10.1); `invisible` shows them to others as offline (§10.5).
         ///
         /// - Remark: Generated from `#/components/schemas/Availability`.
-        @frozen public enum Availability: String, Codable, Hashable, Sendable, CaseIterable {
-            case available = "available"
-            case away = "away"
-            case busy = "busy"
-            case dnd = "dnd"
-            case invisible = "invisible"
-        }
+        public typealias Availability = StatusdClient.Availability
         /// What a device reports of its user's attention (SPEC §10.4); a device starts `active`. Every connected device `idle` or `background` shows a user who chose `available` as `away` (§10.1).
         ///
         /// - Remark: Generated from `#/components/schemas/DeviceState`.
-        @frozen public enum DeviceState: String, Codable, Hashable, Sendable, CaseIterable {
-            case active = "active"
-            case idle = "idle"
-            case background = "background"
-        }
+        public typealias DeviceState = StatusdClient.DeviceState
         /// - Remark: Generated from `#/components/schemas/OnlineDevice`.
         public struct OnlineDevice: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/OnlineDevice/deviceId`.
@@ -333,58 +285,29 @@ extension Components {
         /// The state-change callback (SPEC §8); null: none.
         ///
         /// - Remark: Generated from `#/components/schemas/Webhook`.
-        public struct Webhook: Codable, Hashable, Sendable {
-            /// - Remark: Generated from `#/components/schemas/Webhook/url`.
-            public var url: Swift.String
-            /// - Remark: Generated from `#/components/schemas/Webhook/secret`.
-            public var secret: Swift.String
-            /// Creates a new `Webhook`.
-            ///
-            /// - Parameters:
-            ///   - url:
-            ///   - secret:
-            public init(
-                url: Swift.String,
-                secret: Swift.String
-            ) {
-                self.url = url
-                self.secret = secret
-            }
-            public enum CodingKeys: String, CodingKey {
-                case url
-                case secret
-            }
-            public init(from decoder: any Swift.Decoder) throws {
-                let container = try decoder.container(keyedBy: CodingKeys.self)
-                self.url = try container.decode(
-                    Swift.String.self,
-                    forKey: .url
-                )
-                self.secret = try container.decode(
-                    Swift.String.self,
-                    forKey: .secret
-                )
-                try decoder.ensureNoAdditionalProperties(knownKeys: [
-                    "url",
-                    "secret"
-                ])
-            }
-        }
+        public typealias Webhook = StatusdClient.Webhook
         /// `http(s)://host[:port]` as browsers send it; stored lowercased without a trailing slash.
         ///
         /// - Remark: Generated from `#/components/schemas/Origin`.
         public typealias Origin = Swift.String
+        /// The app's plan: `basic` allows setSelfStatus and getUserStatus of oneself only; `premium`, with `statusQuery`, the rest.
+        ///
+        /// - Remark: Generated from `#/components/schemas/Plan`.
+        public typealias Plan = StatusdClient.Plan
+        /// Which of a user's other devices a login kicks: none (`multi`), those of the same platform (`singlePerPlatform`), or all (`single`); kicked devices get `{"event": "kicked", "reason": "loginPolicy"}`.
+        ///
+        /// - Remark: Generated from `#/components/schemas/LoginPolicy`.
+        public typealias LoginPolicy = StatusdClient.LoginPolicy
+        /// Browser origins allowed to open device WebSockets; null accepts any origin.
+        ///
+        /// - Remark: Generated from `#/components/schemas/AllowedOrigins`.
+        public typealias AllowedOrigins = StatusdClient.AllowedOrigins
         /// The app's feature flags and limits (SPEC §3).
         ///
         /// - Remark: Generated from `#/components/schemas/AppConfig`.
         public struct AppConfig: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/AppConfig/plan`.
-            @frozen public enum PlanPayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case basic = "basic"
-                case premium = "premium"
-            }
-            /// - Remark: Generated from `#/components/schemas/AppConfig/plan`.
-            public var plan: Components.Schemas.AppConfig.PlanPayload
+            public var plan: Components.Schemas.Plan
             /// - Remark: Generated from `#/components/schemas/AppConfig/statusQuery`.
             public var statusQuery: Swift.Bool
             /// - Remark: Generated from `#/components/schemas/AppConfig/friendStatusNotify`.
@@ -409,26 +332,14 @@ extension Components {
             public var webhook: Components.Schemas.Webhook?
             /// - Remark: Generated from `#/components/schemas/AppConfig/maxDevicesPerUser`.
             public var maxDevicesPerUser: Swift.Int
-            /// Which of a user's other devices a login kicks: none (`multi`), those of the same platform (`singlePerPlatform`), or all (`single`); kicked devices get `{"event": "kicked", "reason": "loginPolicy"}`.
-            ///
             /// - Remark: Generated from `#/components/schemas/AppConfig/loginPolicy`.
-            @frozen public enum LoginPolicyPayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case multi = "multi"
-                case singlePerPlatform = "singlePerPlatform"
-                case single = "single"
-            }
-            /// Which of a user's other devices a login kicks: none (`multi`), those of the same platform (`singlePerPlatform`), or all (`single`); kicked devices get `{"event": "kicked", "reason": "loginPolicy"}`.
-            ///
-            /// - Remark: Generated from `#/components/schemas/AppConfig/loginPolicy`.
-            public var loginPolicy: Components.Schemas.AppConfig.LoginPolicyPayload
+            public var loginPolicy: Components.Schemas.LoginPolicy
             /// Who may see `lastActiveAt` of users who set no `lastSeenPrivacy` of their own.
             ///
             /// - Remark: Generated from `#/components/schemas/AppConfig/lastSeenPrivacy`.
             public var lastSeenPrivacy: Components.Schemas.LastSeenPrivacy
-            /// Browser origins allowed to open device WebSockets; null accepts any origin.
-            ///
             /// - Remark: Generated from `#/components/schemas/AppConfig/allowedOrigins`.
-            public var allowedOrigins: [Components.Schemas.Origin]?
+            public var allowedOrigins: Components.Schemas.AllowedOrigins?
             /// SPEC §10.6: device connects (WebSocket upgrades and backend logins together) per user in any window; past it 429 RATE_LIMITED. Default 30 per 60 s.
             ///
             /// - Remark: Generated from `#/components/schemas/AppConfig/connectRateLimit`.
@@ -453,13 +364,13 @@ extension Components {
             ///   - subscriptionRetentionSeconds:
             ///   - webhook:
             ///   - maxDevicesPerUser:
-            ///   - loginPolicy: Which of a user's other devices a login kicks: none (`multi`), those of the same platform (`singlePerPlatform`), or all (`single`); kicked devices get `{"event": "kicked", "reason": "loginPolicy"}`.
+            ///   - loginPolicy:
             ///   - lastSeenPrivacy: Who may see `lastActiveAt` of users who set no `lastSeenPrivacy` of their own.
-            ///   - allowedOrigins: Browser origins allowed to open device WebSockets; null accepts any origin.
+            ///   - allowedOrigins:
             ///   - connectRateLimit: SPEC §10.6: device connects (WebSocket upgrades and backend logins together) per user in any window; past it 429 RATE_LIMITED. Default 30 per 60 s.
             ///   - offlineGraceSeconds: SPEC §10.3: seconds a user whose last device dropped (not logged out, not kicked) still counts as online; a reconnect within it shows others nothing. Default 0.
             public init(
-                plan: Components.Schemas.AppConfig.PlanPayload,
+                plan: Components.Schemas.Plan,
                 statusQuery: Swift.Bool,
                 friendStatusNotify: Swift.Bool,
                 multiDeviceSync: Swift.Bool,
@@ -472,9 +383,9 @@ extension Components {
                 subscriptionRetentionSeconds: Swift.Int,
                 webhook: Components.Schemas.Webhook? = nil,
                 maxDevicesPerUser: Swift.Int,
-                loginPolicy: Components.Schemas.AppConfig.LoginPolicyPayload,
+                loginPolicy: Components.Schemas.LoginPolicy,
                 lastSeenPrivacy: Components.Schemas.LastSeenPrivacy,
-                allowedOrigins: [Components.Schemas.Origin]? = nil,
+                allowedOrigins: Components.Schemas.AllowedOrigins? = nil,
                 connectRateLimit: Components.Schemas.RateLimit,
                 offlineGraceSeconds: Swift.Int
             ) {
@@ -523,12 +434,7 @@ extension Components {
         /// - Remark: Generated from `#/components/schemas/AppConfigPatch`.
         public struct AppConfigPatch: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/AppConfigPatch/plan`.
-            @frozen public enum PlanPayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case basic = "basic"
-                case premium = "premium"
-            }
-            /// - Remark: Generated from `#/components/schemas/AppConfigPatch/plan`.
-            public var plan: Components.Schemas.AppConfigPatch.PlanPayload?
+            public var plan: Components.Schemas.Plan?
             /// - Remark: Generated from `#/components/schemas/AppConfigPatch/statusQuery`.
             public var statusQuery: Swift.Bool?
             /// - Remark: Generated from `#/components/schemas/AppConfigPatch/friendStatusNotify`.
@@ -553,26 +459,14 @@ extension Components {
             public var webhook: Components.Schemas.Webhook?
             /// - Remark: Generated from `#/components/schemas/AppConfigPatch/maxDevicesPerUser`.
             public var maxDevicesPerUser: Swift.Int?
-            /// Which of a user's other devices a login kicks: none (`multi`), those of the same platform (`singlePerPlatform`), or all (`single`); kicked devices get `{"event": "kicked", "reason": "loginPolicy"}`.
-            ///
             /// - Remark: Generated from `#/components/schemas/AppConfigPatch/loginPolicy`.
-            @frozen public enum LoginPolicyPayload: String, Codable, Hashable, Sendable, CaseIterable {
-                case multi = "multi"
-                case singlePerPlatform = "singlePerPlatform"
-                case single = "single"
-            }
-            /// Which of a user's other devices a login kicks: none (`multi`), those of the same platform (`singlePerPlatform`), or all (`single`); kicked devices get `{"event": "kicked", "reason": "loginPolicy"}`.
-            ///
-            /// - Remark: Generated from `#/components/schemas/AppConfigPatch/loginPolicy`.
-            public var loginPolicy: Components.Schemas.AppConfigPatch.LoginPolicyPayload?
+            public var loginPolicy: Components.Schemas.LoginPolicy?
             /// Who may see `lastActiveAt` of users who set no `lastSeenPrivacy` of their own.
             ///
             /// - Remark: Generated from `#/components/schemas/AppConfigPatch/lastSeenPrivacy`.
             public var lastSeenPrivacy: Components.Schemas.LastSeenPrivacy?
-            /// Browser origins allowed to open device WebSockets; null accepts any origin.
-            ///
             /// - Remark: Generated from `#/components/schemas/AppConfigPatch/allowedOrigins`.
-            public var allowedOrigins: [Components.Schemas.Origin]?
+            public var allowedOrigins: Components.Schemas.AllowedOrigins?
             /// - Remark: Generated from `#/components/schemas/AppConfigPatch/connectRateLimit`.
             public var connectRateLimit: Components.Schemas.RateLimitPatch?
             /// - Remark: Generated from `#/components/schemas/AppConfigPatch/offlineGraceSeconds`.
@@ -593,13 +487,13 @@ extension Components {
             ///   - subscriptionRetentionSeconds:
             ///   - webhook:
             ///   - maxDevicesPerUser:
-            ///   - loginPolicy: Which of a user's other devices a login kicks: none (`multi`), those of the same platform (`singlePerPlatform`), or all (`single`); kicked devices get `{"event": "kicked", "reason": "loginPolicy"}`.
+            ///   - loginPolicy:
             ///   - lastSeenPrivacy: Who may see `lastActiveAt` of users who set no `lastSeenPrivacy` of their own.
-            ///   - allowedOrigins: Browser origins allowed to open device WebSockets; null accepts any origin.
+            ///   - allowedOrigins:
             ///   - connectRateLimit:
             ///   - offlineGraceSeconds:
             public init(
-                plan: Components.Schemas.AppConfigPatch.PlanPayload? = nil,
+                plan: Components.Schemas.Plan? = nil,
                 statusQuery: Swift.Bool? = nil,
                 friendStatusNotify: Swift.Bool? = nil,
                 multiDeviceSync: Swift.Bool? = nil,
@@ -612,9 +506,9 @@ extension Components {
                 subscriptionRetentionSeconds: Swift.Int? = nil,
                 webhook: Components.Schemas.Webhook? = nil,
                 maxDevicesPerUser: Swift.Int? = nil,
-                loginPolicy: Components.Schemas.AppConfigPatch.LoginPolicyPayload? = nil,
+                loginPolicy: Components.Schemas.LoginPolicy? = nil,
                 lastSeenPrivacy: Components.Schemas.LastSeenPrivacy? = nil,
-                allowedOrigins: [Components.Schemas.Origin]? = nil,
+                allowedOrigins: Components.Schemas.AllowedOrigins? = nil,
                 connectRateLimit: Components.Schemas.RateLimitPatch? = nil,
                 offlineGraceSeconds: Swift.Int? = nil
             ) {
@@ -660,7 +554,7 @@ extension Components {
             public init(from decoder: any Swift.Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
                 self.plan = try container.decodeIfPresent(
-                    Components.Schemas.AppConfigPatch.PlanPayload.self,
+                    Components.Schemas.Plan.self,
                     forKey: .plan
                 )
                 self.statusQuery = try container.decodeIfPresent(
@@ -712,7 +606,7 @@ extension Components {
                     forKey: .maxDevicesPerUser
                 )
                 self.loginPolicy = try container.decodeIfPresent(
-                    Components.Schemas.AppConfigPatch.LoginPolicyPayload.self,
+                    Components.Schemas.LoginPolicy.self,
                     forKey: .loginPolicy
                 )
                 self.lastSeenPrivacy = try container.decodeIfPresent(
@@ -720,7 +614,7 @@ extension Components {
                     forKey: .lastSeenPrivacy
                 )
                 self.allowedOrigins = try container.decodeIfPresent(
-                    [Components.Schemas.Origin].self,
+                    Components.Schemas.AllowedOrigins.self,
                     forKey: .allowedOrigins
                 )
                 self.connectRateLimit = try container.decodeIfPresent(

@@ -18,12 +18,13 @@ final class ChildNode: Sendable {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw TestAppError(message: "\(binary.path) is missing: build the package first (scripts/test does)")
         }
+        let redisURL = try TestRedis.url
         let port = try Self.freePort()
         let process = Process()
         process.executableURL = binary
         process.arguments =
             [
-                "--port", String(port), "--redis-url", TestRedis.url, "--admin-key", adminKey, "--node-id", nodeId,
+                "--port", String(port), "--redis-url", redisURL, "--admin-key", adminKey, "--node-id", nodeId,
                 "--lease-seconds", String(leaseSeconds), "--log-level", "error",
             ] + arguments
         process.standardOutput = FileHandle.nullDevice
