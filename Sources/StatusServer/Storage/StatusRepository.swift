@@ -10,6 +10,7 @@ struct StatusRepository: Sendable {
     let clock: any NodeClock
 
     private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
+    private var dueIndexes: DueIndexStore { DueIndexStore(runner: runner) }
 
     /// What a write did to a user's status.
     enum Change: Int, Sendable {
@@ -220,26 +221,24 @@ struct StatusRepository: Sendable {
     }
 
     /// Adds the user to the app's expiry index at `expiresAt` unless an earlier entry is there (`ZADD LT`: the index
-    /// never holds a later time than any expiry stored since, ``ExpirySweeper``), and the app to the apps swept; an
-    /// error reply is thrown, after `attempts` tries.
+    /// never holds a later time than any expiry stored since, ``ExpirySweeper``), then marks the app to be swept by then
+    /// (``DueIndexStore/add(_:appId:index:userId:dueAt:)``); an error reply is thrown, after `attempts` tries.
     private func addExpiry(appId: String, userId: String, expiresAt: Int64, attempts: Int = 1) async throws {
-        let commands = [["SADD", RedisKeys.expiringApps, appId], ["ZADD", RedisKeys(appId: appId).expiries, "LT", String(expiresAt), userId]]
         var attempt = 1
         while true {
             do {
-                try Self.acknowledged(await redis.pipeline(commands))
+                try await dueIndexes.add(
+                    RedisKeys.expiringApps,
+                    appId: appId,
+                    index: RedisKeys(appId: appId).expiries,
+                    userId: userId,
+                    dueAt: expiresAt
+                )
                 return
             } catch {
                 guard attempt < attempts else { throw error }
                 attempt += 1
             }
-        }
-    }
-
-    /// Throws the first error reply among `replies` (a pipeline's replies are not thrown by the client).
-    private static func acknowledged(_ replies: [RedisValue]) throws {
-        for reply in replies {
-            if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
         }
     }
 
@@ -431,10 +430,10 @@ struct StatusRepository: Sendable {
     }
 
     /// Adds the user to the app's grace index at `endsAt` unless an earlier entry is there (`ZADD LT`: an entry taken
-    /// early is put back at the stored end, ``GraceSweeper``), and the app to the apps swept; an error reply is thrown.
+    /// early is put back at the stored end, ``GraceSweeper``), then marks the app to be swept by then; an error reply is
+    /// thrown.
     private func addGrace(appId: String, userId: String, endsAt: Int64) async throws {
-        let commands = [["SADD", RedisKeys.graceApps, appId], ["ZADD", RedisKeys(appId: appId).graces, "LT", String(endsAt), userId]]
-        try Self.acknowledged(await redis.pipeline(commands))
+        try await dueIndexes.add(RedisKeys.graceApps, appId: appId, index: RedisKeys(appId: appId).graces, userId: userId, dueAt: endsAt)
     }
 
     /// Keeps the app's online index in step with users' statuses (applied in version order, in the order given), and
