@@ -11,6 +11,13 @@ struct RedisKeys: Sendable {
     var online: String { "st:{\(appId)}:online" }
     /// The status version last applied to ``online`` per user.
     var onlineVersions: String { "st:{\(appId)}:onlinever" }
+    /// The online users with a role (sorted set, score 0, read in id order), per role: what a `roles:` scope's snapshot
+    /// reads (SPEC §10.6), written with ``online``.
+    func online(role: String) -> String { onlineRolePrefix + role }
+    /// The prefix of ``online(role:)``.
+    var onlineRolePrefix: String { "st:{\(appId)}:online:role:" }
+    /// The role each user in ``online`` is listed under in ``online(role:)`` (hash userId → role).
+    var onlineRoles: String { "st:{\(appId)}:onlinerole" }
     /// The users whose status changed lately, by time (``RecentChanges``).
     var recentChanges: String { "st:{\(appId)}:recent" }
     /// Present (with a TTL) while some node holds, or lately held, a session of the app with presence `all` or

@@ -443,7 +443,7 @@ struct StatusRepository: Sendable {
         let reply = try await runner.run(
             PresenceIndex.self,
             keys: .init(app: RedisKeys(appId: appId)),
-            arguments: .init(keepMs: keepMs, updates: updates)
+            arguments: .init(keepMs: keepMs, rolePrefix: RedisKeys(appId: appId).onlineRolePrefix, updates: updates)
         )
         return Int(reply.value)
     }

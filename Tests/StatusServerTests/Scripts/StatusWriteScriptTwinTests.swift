@@ -203,8 +203,15 @@ import Testing
     @Test func presenceIndex() throws {
         #expect(try PresenceIndex.Reply(Canned.int(3)).value == 3)
         #expect(throws: StatusReplyError.self) { try PresenceIndex.Reply(Canned.text("3")) }
-        let arguments = PresenceIndex.Arguments(keepMs: 10, updates: [.init(userId: "a", version: 2, online: true)])
-        #expect(arguments.strings == ["10", "a", "2", "1"])
+        let arguments = PresenceIndex.Arguments(
+            keepMs: 10,
+            rolePrefix: "p:",
+            updates: [.init(userId: "a", version: 2, online: true), .init(userId: "b", version: 5, online: false, role: "member")]
+        )
+        #expect(arguments.strings == ["10", "p:", "a", "2", "1", "", "b", "5", "0", "member"])
+        let keys = RedisKeys(appId: "app")
+        #expect(PresenceIndex.Keys(app: keys).strings == [keys.online, keys.onlineVersions, keys.recentChanges, "st:{app}:onlinerole"])
+        #expect(keys.online(role: "member") == "st:{app}:online:role:member")
     }
 }
 
