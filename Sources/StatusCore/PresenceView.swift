@@ -16,16 +16,31 @@ public struct PresenceRecord: Sendable, Hashable {
     public var allDevicesIdle: Bool
 
     /// What an invisible user shows to others (SPEC §10.5): a user who went offline (or, when they were not online when
-    /// they became invisible, what they were then) at `lastActiveAt`.
+    /// they became invisible, what they were then) at `lastActiveAt`. With `offlineGraceSeconds`, becoming invisible
+    /// while seen online shows as a drop: until the grace ends, `online` as they were seen then (no device).
     public struct Hidden: Sendable, Hashable {
-        /// `offline`, or `unlogined` for a user who had not been online since they last logged out.
+        /// `offline`, or `unlogined` for a user who had not been online since they last logged out; `online` until the
+        /// grace of their becoming invisible ends.
         public var statusType: StatusType
         /// The moment they became invisible, or really left `online`, whichever came first.
         public var lastActiveAt: Int64?
+        /// While still seen `online`: the custom status, availability shown and `customStatusExpiresAt` seen then.
+        public var customStatus: String?
+        public var availability: Availability?
+        public var customStatusExpiresAt: Int64?
 
-        public init(statusType: StatusType, lastActiveAt: Int64?) {
+        public init(
+            statusType: StatusType,
+            lastActiveAt: Int64?,
+            customStatus: String? = nil,
+            availability: Availability? = nil,
+            customStatusExpiresAt: Int64? = nil
+        ) {
             self.statusType = statusType
             self.lastActiveAt = lastActiveAt
+            self.customStatus = statusType == .online ? customStatus : nil
+            self.availability = statusType == .online ? availability ?? .available : nil
+            self.customStatusExpiresAt = statusType == .online ? customStatusExpiresAt : nil
         }
     }
 
@@ -90,9 +105,12 @@ public enum PresenceView: Sendable, Hashable {
                 seen = UserStatus(
                     userId: truth.userId,
                     statusType: hidden.statusType,
+                    customStatus: hidden.customStatus,
                     lastActiveAt: hidden.lastActiveAt,
                     version: record.publicVersion,
-                    onlineDevices: truth.onlineDevices == nil ? nil : []
+                    onlineDevices: truth.onlineDevices == nil ? nil : [],
+                    availability: hidden.availability,
+                    customStatusExpiresAt: hidden.customStatus == nil ? nil : hidden.customStatusExpiresAt
                 )
             } else if record.isHidden {
                 // Invisible without a stored moment (cannot be written so; read defensively): offline, nothing more.

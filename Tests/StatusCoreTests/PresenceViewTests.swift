@@ -139,3 +139,36 @@ import Testing
         #expect(throws: StatusError.self) { try Availability.parse("offline") }
     }
 }
+
+extension PresenceViewTests {
+    /// SPEC §10.5 with an offline grace: until it ends, an invisible user is seen as they were seen online when they
+    /// became invisible (no device, `lastActiveAt` that moment), whatever they did since.
+    @Test func duringTheGraceOfBecomingInvisibleOthersSeeTheUserAsTheyWere() {
+        let seen = PresenceRecord.Hidden(
+            statusType: .online,
+            lastActiveAt: 800,
+            customStatus: "lunch",
+            availability: .busy,
+            customStatusExpiresAt: 4_000
+        )
+        for type in [StatusType.online, .offline, .unlogined] {
+            let status = PresenceView.others(isFriend: false).status(of: Self.record(type, .invisible, hidden: seen), appDefault: .everyone)
+            #expect(
+                status
+                    == UserStatus(
+                        userId: "alice",
+                        statusType: .online,
+                        customStatus: "lunch",
+                        lastActiveAt: 800,
+                        version: 7,
+                        onlineDevices: [],
+                        availability: .busy,
+                        customStatusExpiresAt: 4_000
+                    )
+            )
+        }
+        // Only a user seen online carries a custom status or an availability.
+        let offline = PresenceRecord.Hidden(statusType: .offline, lastActiveAt: 800, customStatus: "lunch", availability: .busy)
+        #expect(offline.customStatus == nil && offline.availability == nil)
+    }
+}

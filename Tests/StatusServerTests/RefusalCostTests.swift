@@ -97,7 +97,7 @@ extension RefusalCostTests {
                 let keys = RedisKeys(appId: app.appId)
                 #expect(try await redis.send("EXISTS", keys.expiries).int == 0)
                 #expect(try await redis.send("EXISTS", keys.user("nobody").status).int == 0)
-                #expect(try await redis.send("SISMEMBER", RedisKeys.expiringApps, app.appId).int == 0)
+                #expect(try await redis.send("ZSCORE", RedisKeys.expiringApps.scores, app.appId).isNull)
                 group.cancelAll()
             }
         }

@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import RedisClient
 import StatusCore
 import StatusdClient
 import Testing
@@ -172,5 +174,51 @@ extension SnapshotTests {
                 #expect(snapshot["statuses"].array == seen, "\(snapshot)")
             }
         }
+    }
+}
+
+/// SPEC §10.6 and §10.7 (one request does bounded work): a snapshot's cost is bounded by what it can return, not by the
+/// app's size. 2,000 users of role `member` are online; a device with presence `roles:nonexistent` asks for a snapshot:
+/// it gets an empty one, having read no user's status. Counted by Redis itself (`INFO commandstats`) on a redis-server
+/// of the test's own.
+@Suite struct SnapshotCostTests {
+    static let users = 2_000
+
+    @Test func aRoleNobodyHasCostsTheSnapshotNoUserRead() async throws {
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "snapshot-cost"))
+        do {
+            try await withStatusd(.live, configure: server.install) { api in
+                let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true])
+                try await app.createUsers(["watcher"])
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for index in 0..<Self.users {
+                        if index >= 16 { try await group.next() }
+                        group.addTask {
+                            expectOK(try await app.call(.put, "/users/m\(index)", ["role": "member"]))
+                            expectOK(try await app.login("m\(index)", "d"))
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+                let port = try #require(api.client.port)
+                let options = DeviceOptions(deviceId: "w1", presence: "roles:nonexistent", snapshot: true)
+                let before = try await RefusalCostTests.commandCounts(redis)
+                let snapshot = try await app.withDevice(port: port, userId: "watcher", options) { device, _ in
+                    try await device.next { $0["snapshot"] == true }
+                }
+                let after = try await RefusalCostTests.commandCounts(redis)
+                #expect(snapshot["statuses"] == [] && !snapshot.has("truncated"), "\(snapshot)")
+                let reads = after["hmget", default: 0] - before["hmget", default: 0]
+                let pages = after["zrangebylex", default: 0] - before["zrangebylex", default: 0]
+                #expect(reads < 20, "the snapshot read \(reads) statuses")
+                #expect(pages <= 2, "the snapshot read \(pages) pages of the online index")
+            }
+        } catch {
+            await redis.close()
+            throw error
+        }
+        await redis.close()
     }
 }

@@ -152,11 +152,15 @@ extension BusMessage {
         return scanner.expect(UInt8(ascii: "]")) ? devices : nil
     }
 
-    /// `{"statusType", "lastActiveAt"?}`: what the public sees of an invisible user.
+    /// `{"statusType", "lastActiveAt"?, "customStatus"?, "availability"?, "customStatusExpiresAt"?}`: what the public
+    /// sees of an invisible user.
     private static func fastHidden(_ scanner: inout JSONFastScanner) -> PresenceRecord.Hidden? {
         var seen: Set<String> = []
         var statusType: StatusType?
         var lastActiveAt: Int64?
+        var customStatus: String?
+        var availability: Availability?
+        var customStatusExpiresAt: Int64?
         let read = scanner.members { scanner, key in
             guard seen.insert(key).inserted else { return false }
             switch key {
@@ -164,12 +168,24 @@ extension BusMessage {
                 return scanner.required(into: &statusType) { $0.plainString().flatMap(StatusType.init(rawValue:)) }
             case "lastActiveAt":
                 return scanner.optional(into: &lastActiveAt) { $0.integer() }
+            case "customStatus":
+                return scanner.optional(into: &customStatus) { $0.plainString() }
+            case "availability":
+                return scanner.optional(into: &availability) { $0.plainString().flatMap(Availability.init(rawValue:)) }
+            case "customStatusExpiresAt":
+                return scanner.optional(into: &customStatusExpiresAt) { $0.integer() }
             default:
                 return false
             }
         }
         guard read, let statusType else { return nil }
-        return PresenceRecord.Hidden(statusType: statusType, lastActiveAt: lastActiveAt)
+        return PresenceRecord.Hidden(
+            statusType: statusType,
+            lastActiveAt: lastActiveAt,
+            customStatus: customStatus,
+            availability: availability,
+            customStatusExpiresAt: customStatusExpiresAt
+        )
     }
 }
 

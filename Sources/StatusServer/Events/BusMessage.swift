@@ -96,6 +96,27 @@ struct StatusChange: Sendable, Hashable {
 struct HiddenWire: Codable {
     var statusType: StatusType
     var lastActiveAt: Int64?
+    var customStatus: String?
+    var availability: Availability?
+    var customStatusExpiresAt: Int64?
+
+    init(_ hidden: PresenceRecord.Hidden) {
+        statusType = hidden.statusType
+        lastActiveAt = hidden.lastActiveAt
+        customStatus = hidden.customStatus
+        availability = hidden.availability
+        customStatusExpiresAt = hidden.customStatusExpiresAt
+    }
+
+    var hidden: PresenceRecord.Hidden {
+        PresenceRecord.Hidden(
+            statusType: statusType,
+            lastActiveAt: lastActiveAt,
+            customStatus: customStatus,
+            availability: availability,
+            customStatusExpiresAt: customStatusExpiresAt
+        )
+    }
 }
 
 /// A device whose connection is to be closed.
@@ -164,9 +185,7 @@ extension BusMessage: Codable {
                     status: try fields.decode(UserStatus.self, forKey: .status),
                     publicVersion: try fields.decodeIfPresent(Int64.self, forKey: .publicVersion),
                     publicChange: try fields.decodeIfPresent(Bool.self, forKey: .publicChange) ?? true,
-                    hidden: try fields.decodeIfPresent(HiddenWire.self, forKey: .hidden).map {
-                        PresenceRecord.Hidden(statusType: $0.statusType, lastActiveAt: $0.lastActiveAt)
-                    },
+                    hidden: try fields.decodeIfPresent(HiddenWire.self, forKey: .hidden)?.hidden,
                     autoAway: try fields.decodeIfPresent(Bool.self, forKey: .autoAway) ?? false
                 )
             )
@@ -205,7 +224,7 @@ extension BusMessage: Codable {
             try fields.encode(change.status, forKey: .status)
             try fields.encodeIfPresent(change.publicVersion, forKey: .publicVersion)
             try fields.encode(change.publicChange, forKey: .publicChange)
-            try fields.encodeIfPresent(change.hidden.map { HiddenWire(statusType: $0.statusType, lastActiveAt: $0.lastActiveAt) }, forKey: .hidden)
+            try fields.encodeIfPresent(change.hidden.map(HiddenWire.init), forKey: .hidden)
             if change.autoAway { try fields.encode(true, forKey: .autoAway) }
         case .relationsChanged(let appId, let userIds, let since):
             try fields.encode(Kind.relations.rawValue, forKey: .type)

@@ -263,15 +263,18 @@ final class FanoutIndex: Sendable {
     func audience(of change: StatusChange, config: AppConfig) -> Audience {
         state.withLock { state in
             let target = AppUser(appId: change.appId, userId: change.status.userId)
-            if let known = state.versions[target],
-                known > change.status.version || (known == change.status.version && change.change == StatusRepository.Change.status.rawValue)
-            {
+            let publicNews = Self.isPublicNews(change, in: state)
+            let statusChange = change.change == StatusRepository.Change.status.rawValue
+            let known = state.versions[target]
+            if let known, known > change.status.version || (known == change.status.version && statusChange && !publicNews) {
                 // Older than what was delivered already (a resynchronisation overtook it), or a status change heard a
                 // second time (on the user's channel and on the app's): stale. A devices-only change repeats the
-                // current version by design and is never dropped for it.
+                // current version by design and is never dropped for it, and so does a change of the public view
+                // alone (SPEC §10.5: the grace of becoming invisible ending), which only others hear.
                 return Audience()
             }
-            let inputs = Self.inputs(of: change, config: config, publicToo: Self.isPublicNews(change, in: state))
+            let ownNews = !statusChange || known != change.status.version
+            let inputs = Self.inputs(of: change, config: config, publicToo: publicNews, ownToo: ownNews)
             let result: Audience
             if let cached = state.audiences[target], cached.inputs == inputs {
                 result = cached.audience
@@ -336,13 +339,13 @@ final class FanoutIndex: Sendable {
 
     /// What decides the recipients of `change` under `config` besides the index: whether the user's own devices hear
     /// it, whether others do (`publicToo`: the public view changed), and the privacy that splits them.
-    private static func inputs(of change: StatusChange, config: AppConfig, publicToo: Bool) -> AudienceInputs {
+    private static func inputs(of change: StatusChange, config: AppConfig, publicToo: Bool, ownToo: Bool = true) -> AudienceInputs {
         let others = publicToo && change.change == StatusRepository.Change.status.rawValue && config.plan == .premium
         let record = change.record
         let privacy = change.lastSeenPrivacy ?? config.lastSeenPrivacy
         let publicLastActive = record.isHidden ? record.hidden?.lastActiveAt : change.status.lastActiveAt
         return AudienceInputs(
-            ownDevices: config.multiDeviceSync,
+            ownDevices: config.multiDeviceSync && ownToo,
             others: others,
             statusQuery: config.statusQuery,
             friendStatusNotify: config.friendStatusNotify,

@@ -3,8 +3,9 @@ import StatusCore
 
 /// SPEC §10.2: clears custom statuses whose `customStatusExpiresAt` came, on whichever node, after any restart: no timer
 /// per user in memory. setSelfStatus writes each expiry in its app's due-time index (``RedisKeys/expiries``, before the
-/// status itself and again after it, each time with `ZADD LT`) and lists the app in ``RedisKeys/expiringApps``; the
-/// housekeeping of every node calls ``sweep()`` every quarter second (``DueIndexSweep``). The index and the status live
+/// status itself and again after it, each time with `ZADD LT`) and marks the app in ``RedisKeys/expiringApps`` to be
+/// swept by then; the housekeeping of every node calls ``sweep()`` every quarter second (``DueIndexSweep``), which
+/// visits only the apps with an entry due. The index and the status live
 /// in different slots, so an entry's time may differ from the stored expiry; the stored one decides: an entry that fell
 /// due clears the custom status if its stored moment came on the Redis clock (`custom_status_expire.lua`, which
 /// publishes the change: events, and the webhook's `customStatusChange` with reason `expired` from here), goes back at
@@ -21,7 +22,7 @@ struct ExpirySweeper: Sendable {
     let recentChanges: RecentChangesLog
     let recorder: ChangeRecorder
 
-    /// One pass over every app with expiries. Returns how many custom statuses were cleared.
+    /// One pass over the apps with an expiry due. Returns how many custom statuses were cleared.
     @discardableResult
     func sweep(nowMs: Int64? = nil) async throws -> Int {
         let nowMs = nowMs ?? clock.nowMs

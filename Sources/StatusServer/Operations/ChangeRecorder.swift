@@ -19,7 +19,7 @@ struct ChangeRecorder: Sendable {
             let status = reply.status
             try await onlineIndex.apply(
                 appId: app.appId,
-                OnlineIndexWriter.Update(userId: status.userId, version: status.version, online: status.statusType == .online),
+                OnlineIndexWriter.Update(userId: status.userId, version: status.version, online: status.statusType == .online, role: reply.role),
                 keepMs: keepMs(app.config)
             )
         } catch {

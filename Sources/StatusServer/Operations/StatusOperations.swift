@@ -49,6 +49,7 @@ struct StatusOperations: Sendable {
             keep: customStatus == .keep,
             availability: availability,
             expiresAt: expiresAt,
+            graceSeconds: app.config.offlineGraceSeconds,
             keepMs: app.logsRecentChanges ? recorder.keepMs(app.config) : nil
         )
         let stored = result.write.reply

@@ -98,6 +98,10 @@ end
 -- (StatusCore PresenceView).
 -- SPEC §10.3: while a user whose last device dropped is kept `online` by `offlineGraceSeconds`, `gd` is when it dropped
 -- (their lastActiveAt if the grace runs out) and `gu` when the grace ends (grace_end.lua).
+-- SPEC §10.5: with a grace, becoming invisible while seen online shows as a drop: until `hu` (when the grace ends,
+-- grace_end.lua) the public still sees the user `online` as they were seen then, which `ht` holds as
+-- `online:<shown availability>:<customStatusExpiresAt or ''>:<custom status>` (hidden_online), and `hl` is the moment
+-- the user became invisible (or really dropped, if that came first): the lastActiveAt shown then and after.
 
 -- The status hash's status fields with its read copy and its presence fields:
 -- {t, cs, la, v, pc, pr, pp, dp, av, pv, ht, hl, ce, ai} (nil where absent).
@@ -126,11 +130,34 @@ local function shown_availability(p)
     return av
 end
 
+-- SPEC §10.5: the public view an `ht` of an invisible user still seen online holds (see above): its shown
+-- availability, customStatusExpiresAt ('' for none) and custom status ('' for none); nil for any other `ht`.
+local function hidden_online(ht)
+    if not ht then
+        return nil
+    end
+    local av, expires, custom = string.match(ht, '^online:([^:]*):([^:]*):(.*)$')
+    if not av then
+        return nil
+    end
+    return { av = av, expires = expires, custom = custom }
+end
+
+-- The `ht` of hidden_online for the public view `p` (read_public's shape) of a user seen online.
+local function hidden_online_of(p)
+    return 'online:' .. shown_availability(p) .. ':' .. (p[9] or '') .. ':' .. (p[2] or '')
+end
+
 -- SPEC §10.5: a string that is equal for two states exactly when the public view of them is the same (apart from its
--- version). `p` as read_public reads. An invisible user looks like a user who is not online with no custom status.
+-- version). `p` as read_public reads. An invisible user looks like a user who is not online with no custom status, or,
+-- until their grace ends, exactly as they were seen online (so that leaving invisibility then changes nothing seen).
 local function public_key(p)
     local av = p[5] or 'available'
     if av == 'invisible' then
+        local seen = hidden_online(p[7])
+        if seen then
+            return 'online|' .. seen.custom .. '|' .. seen.av .. '|' .. seen.expires
+        end
         return (p[7] or 'offline') .. '||' .. (p[8] or '') .. '|'
     end
     local t = p[1] or 'unlogined'
@@ -270,8 +297,16 @@ local function publish_status(user_channel, app_channel, app_id, user_id, change
     end
     local availability = reply[7] ~= '' and reply[7] or 'available'
     if availability == 'invisible' then
-        hidden = ',"hidden":{"statusType":"' .. (reply[9] ~= '' and reply[9] or 'offline') .. '"'
-            .. (reply[10] ~= '' and (',"lastActiveAt":' .. tostring(tonumber(reply[10]))) or '') .. '}'
+        local seen = hidden_online(reply[9])
+        local shown = ''
+        if seen then
+            -- Still seen online (SPEC §10.5 with a grace): as they were seen then.
+            shown = ',"availability":"' .. seen.av .. '"'
+                .. (seen.custom ~= '' and (',"customStatus":' .. cjson.encode(seen.custom)) or '')
+                .. (seen.expires ~= '' and (',"customStatusExpiresAt":' .. seen.expires) or '')
+        end
+        hidden = ',"hidden":{"statusType":"' .. (seen and 'online' or (reply[9] ~= '' and reply[9] or 'offline')) .. '"'
+            .. (reply[10] ~= '' and (',"lastActiveAt":' .. tostring(tonumber(reply[10]))) or '') .. shown .. '}'
     end
     if #reply > 12 then
         local d = {}

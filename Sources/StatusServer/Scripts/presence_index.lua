@@ -1,23 +1,37 @@
 -- SPEC §4 listing users by presence: the app's index of online users, applied in version order so that a late
 -- update from another node never undoes a newer one.
+-- SPEC §10.6 (a snapshot's cost is bounded by what it can return): beside it, per role, the index of the online users
+-- with that role (`<role prefix><role>`, in the app's slot), and the role each online user is listed under, so that a
+-- `roles:` scope reads only the users of its roles. A user is listed under the role their update carries.
 -- SPEC §7 resume: the users also go into the app's log of recent changes (score = now), trimmed to `keep` ms, so that
 -- a resuming device with presence `all` or `roles:` finds who changed while it was away.
 -- Updates of one app are written in batches (OnlineIndexWriter.swift), in arrival order.
--- KEYS: online index (sorted set), applied versions (hash), recent changes (sorted set)
--- ARGV: keep ms, then for each update: userId, version, online ('1'|'0')
+-- KEYS: online index (sorted set), applied versions (hash), recent changes (sorted set), listed roles (hash)
+-- ARGV: keep ms, role prefix, then for each update: userId, version, online ('1'|'0'), role ('' = none)
 -- Reply: how many updates were applied (the others were older than what the index holds).
 local now = now_ms()
 local keep = tonumber(ARGV[1])
+local prefix = ARGV[2]
 local applied = 0
-for i = 2, #ARGV, 3 do
+for i = 3, #ARGV, 4 do
     local user = ARGV[i]
     local version = tonumber(ARGV[i + 1])
+    local role = ARGV[i + 3]
     redis.call('ZADD', KEYS[3], now, user)
     local stored = tonumber(redis.call('HGET', KEYS[2], user) or '-1')
     if version >= stored then
         redis.call('HSET', KEYS[2], user, version)
+        local listed = redis.call('HGET', KEYS[4], user)
+        if listed and (ARGV[i + 2] ~= '1' or listed ~= role) then
+            redis.call('ZREM', prefix .. listed, user)
+            redis.call('HDEL', KEYS[4], user)
+        end
         if ARGV[i + 2] == '1' then
             redis.call('ZADD', KEYS[1], 0, user)
+            if role ~= '' and listed ~= role then
+                redis.call('ZADD', prefix .. role, 0, user)
+                redis.call('HSET', KEYS[4], user, role)
+            end
         else
             redis.call('ZREM', KEYS[1], user)
         end

@@ -4,12 +4,17 @@
 -- SPEC §10.5: becoming invisible freezes what the public sees (`ht`, `hl`: offline since now when online, else the
 -- status they had); leaving invisibility drops it (while not online, the frozen lastActiveAt stays: the moment others
 -- saw the user leave); `pv` moves by 1 when the public view changed (lib.lua settle_public).
+-- SPEC §10.5 with `offlineGraceSeconds` G > 0: becoming invisible while seen online shows as the last device dropping.
+-- The public keeps seeing the user as they were (`ht` holds it, lib.lua hidden_online) until `hu`, G after that moment
+-- (or the end of the offline grace already running, whose drop is then the moment), when grace_end.lua shows them
+-- offline; the caller wrote the app's grace index entry first. Leaving invisibility before then changes nothing seen.
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script. The presence index is not touched:
 -- statusType never changes here.
 -- KEYS: status, profile, devices
 -- ARGV: value ('' clears), appId, userId, user channel, app slot channel (docs/bus.md), keep ('1': the request left
 -- customStatus out, so it stays as it is), availability ('' = left out, kept), customStatusExpiresAt ('' = none: a
--- custom status set without `clearAfterSeconds`, SPEC §10.2, has none; the caller wrote the due-time index entry first)
+-- custom status set without `clearAfterSeconds`, SPEC §10.2, has none; the caller wrote the due-time index entry first),
+-- grace ms ('0' = none: becoming invisible shows at once; else the caller wrote the grace index entry first)
 -- Reply: {changed (0|1), public view changed (0|1), previous availability ('' = available), custom status changed
 -- (0|1), <status reply>} or error
 -- USER_NOT_FOUND.
@@ -71,7 +76,19 @@ if ARGV[7] ~= '' and (s[9] or '') ~= wanted then
     put('av', 9, wanted)
     if wanted == 'invisible' then
         -- SPEC §10.5: shown as a user who went offline now, or as they were when not online.
-        if s[1] == 'online' then
+        local grace = tonumber(ARGV[9]) or 0
+        if s[1] == 'online' and grace > 0 then
+            -- As a drop: still seen as they were until the grace ends. An offline grace already running (no device
+            -- left) is the drop others will see end.
+            local g = redis.call('HMGET', KEYS[1], 'gd', 'gu')
+            local ends = now + grace
+            s[11], s[12] = hidden_online_of(before), tostring(now)
+            if g[1] and g[2] then
+                s[12], ends = g[1], tonumber(g[2])
+            end
+            writes[#writes + 1] = 'hu'
+            writes[#writes + 1] = string.format('%d', ends)
+        elseif s[1] == 'online' then
             s[11], s[12] = 'offline', tostring(now)
         else
             s[11], s[12] = s[1] or 'unlogined', s[3] or ''
@@ -93,7 +110,7 @@ if ARGV[7] ~= '' and (s[9] or '') ~= wanted then
                 writes[#writes + 1] = s[3]
             end
         end
-        redis.call('HDEL', KEYS[1], 'ht', 'hl')
+        redis.call('HDEL', KEYS[1], 'ht', 'hl', 'hu')
         s[11], s[12] = nil, nil
     end
 end

@@ -20,6 +20,19 @@ struct ListingStore: Sendable {
         return try await redis.send("ZRANGEBYLEX", key, start, "+", "LIMIT", "0", String(limit)).array?.compactMap(\.string) ?? []
     }
 
+    /// Up to `limit` userIds online with one of `roles` (``RedisKeys/online(role:)``) after `after` (exclusive; from the
+    /// start when nil), in id order: the next `limit` of each role's index, merged. Reads at most `limit` per role.
+    func onlinePage(appId: String, roles: Set<String>, after: String?, limit: Int) async throws -> [String] {
+        guard !roles.isEmpty else { return [] }
+        let keys = RedisKeys(appId: appId)
+        let start = after.map { "(" + $0 } ?? "-"
+        let replies = try await redis.pipeline(
+            roles.sorted().map { ["ZRANGEBYLEX", keys.online(role: $0), start, "+", "LIMIT", "0", String(limit)] }
+        )
+        let merged = Set(replies.flatMap { $0.array?.compactMap(\.string) ?? [] })
+        return Array(merged.sorted().prefix(limit))
+    }
+
     /// How many users of the app are online, on every node.
     func onlineCount(appId: String) async throws -> Int {
         Int(try await redis.send("ZCARD", RedisKeys(appId: appId).online).int ?? 0)

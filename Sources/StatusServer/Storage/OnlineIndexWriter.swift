@@ -11,6 +11,8 @@ final class OnlineIndexWriter: Sendable {
         var userId: String
         var version: Int64
         var online: Bool
+        /// The user's role: an online user is listed under it too (SPEC §10.6 `roles:` snapshots).
+        var role: String? = nil
     }
 
     /// The most updates in one script call.

@@ -11,6 +11,13 @@ struct RedisKeys: Sendable {
     var online: String { "st:{\(appId)}:online" }
     /// The status version last applied to ``online`` per user.
     var onlineVersions: String { "st:{\(appId)}:onlinever" }
+    /// The online users with a role (sorted set, score 0, read in id order), per role: what a `roles:` scope's snapshot
+    /// reads (SPEC §10.6), written with ``online``.
+    func online(role: String) -> String { onlineRolePrefix + role }
+    /// The prefix of ``online(role:)``.
+    var onlineRolePrefix: String { "st:{\(appId)}:online:role:" }
+    /// The role each user in ``online`` is listed under in ``online(role:)`` (hash userId → role).
+    var onlineRoles: String { "st:{\(appId)}:onlinerole" }
     /// The users whose status changed lately, by time (``RecentChanges``).
     var recentChanges: String { "st:{\(appId)}:recent" }
     /// Present (with a TTL) while some node holds, or lately held, a session of the app with presence `all` or
@@ -56,12 +63,23 @@ struct RedisKeys: Sendable {
     /// The appIds that have (or had) backend-driven devices: the only apps the heartbeat sweep visits, so that a node's
     /// background work does not grow with the number of apps. An app leaves it when it is deleted.
     static let backendApps = "st:apps:backend"
-    /// The appIds that have (or had) a custom status expiry: the apps whose ``expiries`` the housekeeping sweeps. An app
-    /// leaves it when it is deleted.
-    static let expiringApps = "st:apps:expiring"
-    /// The appIds that have (or had) an offline grace: the apps whose ``graces`` the housekeeping sweeps. An app leaves
-    /// it when it is deleted.
-    static let graceApps = "st:apps:grace"
+    /// The apps with a custom status expiry in their ``expiries``, scored by when the earliest falls due: the apps the
+    /// housekeeping sweeps, and only once that time has come (``DueIndexSweep``).
+    static let expiringApps = DueApps(kind: "expiring")
+    /// The apps with an offline grace in their ``graces``, scored by when the earliest ends.
+    static let graceApps = DueApps(kind: "grace")
+
+    /// The apps with a due-time index of one kind (`due_app_mark.lua`): a sorted set of appIds scored by the app's
+    /// earliest entry, and a hash of their generations. Both in one slot; `{:due}` cannot be an app's tag (an appId
+    /// has no `:`).
+    struct DueApps: Sendable, Hashable {
+        var kind: String
+        var scores: String { "st:{:due}:apps:\(kind)" }
+        var generations: String { "st:{:due}:apps:\(kind):gen" }
+        /// The set of appIds that once listed every app that ever had such an index (written by earlier versions),
+        /// moved into ``scores`` when found.
+        var legacy: String { "st:apps:\(kind)" }
+    }
     /// Set once the index above was filled from every app's heartbeats (for data written before it existed).
     static let backendAppsIndexed = "st:apps:backend:indexed"
     /// The appIds whose deletion may be unfinished (each has, or had, a ``deletionTombstone``), for the sweep that

@@ -90,6 +90,25 @@ struct StatusFields {
 
     static func device(_ deviceId: String, word: String) -> OnlineDevice? { device(deviceId, word: word[...]) }
 
+    /// What the public sees of an invisible user from `ht` and `hl` (`lib.lua`): `offline` or `unlogined` as stored, or,
+    /// until the grace of their becoming invisible ends, `online:<availability>:<customStatusExpiresAt>:<custom status>`
+    /// (SPEC §10.5: seen as they were when they became invisible).
+    static func hidden(_ stored: String?, lastActiveAt: Int64?) -> PresenceRecord.Hidden {
+        guard let stored, stored.hasPrefix("online:") else {
+            let frozen = stored.flatMap(StatusType.init(rawValue:)) ?? .offline
+            return PresenceRecord.Hidden(statusType: frozen == .online ? .offline : frozen, lastActiveAt: lastActiveAt)
+        }
+        let parts = stored.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return PresenceRecord.Hidden(statusType: .offline, lastActiveAt: lastActiveAt) }
+        return PresenceRecord.Hidden(
+            statusType: .online,
+            lastActiveAt: lastActiveAt,
+            customStatus: parts[3].isEmpty ? nil : String(parts[3]),
+            availability: Availability(rawValue: String(parts[1])) ?? .available,
+            customStatusExpiresAt: Int64(parts[2])
+        )
+    }
+
     func record(userId: String, devices: [OnlineDevice]?) -> PresenceRecord {
         // A value this version does not know counts as none (available).
         let chosen = availability.flatMap(Availability.init(rawValue:)) ?? .available
@@ -105,8 +124,7 @@ struct StatusFields {
         )
         var hidden: PresenceRecord.Hidden?
         if chosen == .invisible {
-            let frozen = hiddenType.flatMap(StatusType.init(rawValue:)) ?? .offline
-            hidden = PresenceRecord.Hidden(statusType: frozen == .online ? .offline : frozen, lastActiveAt: hiddenLastActive)
+            hidden = Self.hidden(hiddenType, lastActiveAt: hiddenLastActive)
         }
         return PresenceRecord(
             status: status,

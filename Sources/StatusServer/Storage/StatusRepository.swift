@@ -10,6 +10,7 @@ struct StatusRepository: Sendable {
     let clock: any NodeClock
 
     private var runner: ScriptRunner { ScriptRunner(redis: redis, scripts: scripts) }
+    private var dueIndexes: DueIndexStore { DueIndexStore(runner: runner) }
 
     /// What a write did to a user's status.
     enum Change: Int, Sendable {
@@ -158,7 +159,8 @@ struct StatusRepository: Sendable {
 
     /// SPEC §4 setSelfStatus; `nil` clears, `keep` leaves the custom status as it is; `availability` nil keeps it. The
     /// script publishes the change itself; the app's log of recent changes (kept `keepMs`; `nil` when no node needs
-    /// it) is written in the same round trip.
+    /// it) is written in the same round trip. `graceSeconds` is the app's `offlineGraceSeconds`: becoming invisible
+    /// shows as a drop (SPEC §10.5).
     func setCustomStatus(
         appId: String,
         userId: String,
@@ -166,22 +168,43 @@ struct StatusRepository: Sendable {
         keep: Bool = false,
         availability: Availability? = nil,
         expiresAt: Int64? = nil,
+        graceSeconds: Int = 0,
         keepMs: Int64?
     ) async throws -> SetResult {
         let user = RedisKeys(appId: appId).user(userId)
-        if let expiresAt {
-            // SPEC §10.2: the due-time entry first, so that an expiry stored by a node that dies right after is in the
-            // index; only for a user who exists (a refused request writes nothing, SPEC §7), and only if written (a
-            // failed write fails the request before anything is stored).
+        var graceMs = availability == .invisible ? Int64(graceSeconds) * 1000 : 0
+        if expiresAt != nil || graceMs > 0 {
+            // Only for a user who exists: a refused request writes nothing (SPEC §7).
             guard try await redis.send("EXISTS", user.profile).int == 1 else {
                 throw StatusError(.userNotFound, "user \(userId) not found")
             }
+        }
+        if let expiresAt {
+            // SPEC §10.2: the due-time entry first, so that an expiry stored by a node that dies right after is in the
+            // index, and only if written (a failed write fails the request before anything is stored).
             try await addExpiry(appId: appId, userId: userId, expiresAt: expiresAt)
+        }
+        if graceMs > 0 {
+            // SPEC §10.5 as §10.3: the grace index entry first, acknowledged, so that a grace the script starts is
+            // always ended. Where it cannot be written the user is shown offline at once rather than never.
+            do {
+                try await addGrace(appId: appId, userId: userId, endsAt: clock.nowMs + graceMs)
+            } catch {
+                graceMs = 0
+            }
         }
         let (reply, _) = try await runner.run(
             SetCustomStatus.self,
             keys: .init(user: user),
-            arguments: .init(value: value, appId: appId, userId: userId, keep: keep, availability: availability, expiresAt: expiresAt),
+            arguments: .init(
+                value: value,
+                appId: appId,
+                userId: userId,
+                keep: keep,
+                availability: availability,
+                expiresAt: expiresAt,
+                graceMs: graceMs
+            ),
             then: keepMs.map { RecentChanges.record(appId: appId, userId: userId, nowMs: clock.nowMs, keepMs: $0) } ?? []
         )
         if let expiresAt {
@@ -198,26 +221,24 @@ struct StatusRepository: Sendable {
     }
 
     /// Adds the user to the app's expiry index at `expiresAt` unless an earlier entry is there (`ZADD LT`: the index
-    /// never holds a later time than any expiry stored since, ``ExpirySweeper``), and the app to the apps swept; an
-    /// error reply is thrown, after `attempts` tries.
+    /// never holds a later time than any expiry stored since, ``ExpirySweeper``), then marks the app to be swept by then
+    /// (``DueIndexStore/add(_:appId:index:userId:dueAt:)``); an error reply is thrown, after `attempts` tries.
     private func addExpiry(appId: String, userId: String, expiresAt: Int64, attempts: Int = 1) async throws {
-        let commands = [["SADD", RedisKeys.expiringApps, appId], ["ZADD", RedisKeys(appId: appId).expiries, "LT", String(expiresAt), userId]]
         var attempt = 1
         while true {
             do {
-                try Self.acknowledged(await redis.pipeline(commands))
+                try await dueIndexes.add(
+                    RedisKeys.expiringApps,
+                    appId: appId,
+                    index: RedisKeys(appId: appId).expiries,
+                    userId: userId,
+                    dueAt: expiresAt
+                )
                 return
             } catch {
                 guard attempt < attempts else { throw error }
                 attempt += 1
             }
-        }
-    }
-
-    /// Throws the first error reply among `replies` (a pipeline's replies are not thrown by the client).
-    private static func acknowledged(_ replies: [RedisValue]) throws {
-        for reply in replies {
-            if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
         }
     }
 
@@ -335,11 +356,13 @@ struct StatusRepository: Sendable {
         case none
         /// The grace runs until then (epoch ms, Redis clock).
         case later(Int64)
-        /// The user went offline; `clearedCustomStatus` as for ``RemoveResult``.
-        case ended(reply: StatusReply, clearedCustomStatus: Bool)
+        /// The user went offline, or (SPEC §10.5) an invisible user still seen online is seen offline;
+        /// `clearedCustomStatus` as for ``RemoveResult``; `still`: when the other grace, still running, ends.
+        case ended(reply: StatusReply, clearedCustomStatus: Bool, still: Int64?)
     }
 
-    /// SPEC §10.3: ends the user's offline grace if it ran out (`grace_end.lua`, which publishes the change).
+    /// SPEC §10.3, §10.5: ends the user's offline grace, or the grace of their becoming invisible, if it ran out
+    /// (`grace_end.lua`, which publishes the change).
     func endGrace(appId: String, userId: String, retentionSeconds: Int) async throws -> GraceEnd {
         let user = RedisKeys(appId: appId).user(userId)
         let reply = try await runner.run(
@@ -350,7 +373,8 @@ struct StatusRepository: Sendable {
         switch reply {
         case .none: return .none
         case .later(let until): return .later(until)
-        case .ended(let cleared, _, let status): return .ended(reply: status.owned(by: userId), clearedCustomStatus: cleared)
+        case .ended(let cleared, _, let still, let status):
+            return .ended(reply: status.owned(by: userId), clearedCustomStatus: cleared, still: still)
         }
     }
 
@@ -405,10 +429,11 @@ struct StatusRepository: Sendable {
         )
     }
 
-    /// Adds the user to the app's grace index at `endsAt` and the app to the apps swept; an error reply is thrown.
+    /// Adds the user to the app's grace index at `endsAt` unless an earlier entry is there (`ZADD LT`: an entry taken
+    /// early is put back at the stored end, ``GraceSweeper``), then marks the app to be swept by then; an error reply is
+    /// thrown.
     private func addGrace(appId: String, userId: String, endsAt: Int64) async throws {
-        let commands = [["SADD", RedisKeys.graceApps, appId], ["ZADD", RedisKeys(appId: appId).graces, String(endsAt), userId]]
-        try Self.acknowledged(await redis.pipeline(commands))
+        try await dueIndexes.add(RedisKeys.graceApps, appId: appId, index: RedisKeys(appId: appId).graces, userId: userId, dueAt: endsAt)
     }
 
     /// Keeps the app's online index in step with users' statuses (applied in version order, in the order given), and
@@ -418,7 +443,7 @@ struct StatusRepository: Sendable {
         let reply = try await runner.run(
             PresenceIndex.self,
             keys: .init(app: RedisKeys(appId: appId)),
-            arguments: .init(keepMs: keepMs, updates: updates)
+            arguments: .init(keepMs: keepMs, rolePrefix: RedisKeys(appId: appId).onlineRolePrefix, updates: updates)
         )
         return Int(reply.value)
     }

@@ -22,7 +22,8 @@ struct SessionSnapshot: Sendable {
 
     /// The most users of an `all`/`roles:` scope a snapshot lists; past it the frame says `"truncated": true`.
     static let scopeLimit = 1_000
-    /// The most online users a snapshot examines for a `roles:` scope (whose members are found by reading them).
+    /// The most online users a snapshot examines (those it does not show: invisible, or whose role changed since they
+    /// were listed under it).
     static let scopeScanLimit = 10_000
 
     struct Result: Sendable {
@@ -84,7 +85,13 @@ struct SessionSnapshot: Sendable {
         var examined = 0
         while examined < Self.scopeScanLimit {
             let batch = FanoutService.resyncChunk
-            let ids = try await listings.page(appId: app.appId, .online, after: after, limit: batch)
+            // A `roles:` scope reads the online users of its roles only: a role nobody has costs one empty read.
+            let ids: [String]
+            if case .roles(let roles) = session.scope {
+                ids = try await listings.onlinePage(appId: app.appId, roles: roles, after: after, limit: batch)
+            } else {
+                ids = try await listings.page(appId: app.appId, .online, after: after, limit: batch)
+            }
             guard !ids.isEmpty else { return false }
             examined += ids.count
             after = ids.last

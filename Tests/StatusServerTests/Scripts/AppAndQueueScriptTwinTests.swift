@@ -76,4 +76,21 @@ import Testing
         let keys = RedisKeys(appId: "app")
         #expect(DueIndexKeys(index: keys.expiries, leases: keys.expiryLeases).strings == ["st:{app}:expiries", "st:{app}:expiries:leased"])
     }
+
+    /// The apps with a due-time index: taken with their generations, settled with the earliest remaining entry (or
+    /// none), marked by writers; both keys in one slot.
+    @Test func dueApps() throws {
+        let taken = try DueAppsTake.Reply(Canned.array([Canned.text("a1"), Canned.text("3"), Canned.text("a2"), Canned.text("0")]))
+        #expect(taken.apps.map(\.appId) == ["a1", "a2"])
+        #expect(taken.apps.map(\.generation) == ["3", "0"])
+        #expect(try DueAppsTake.Reply(Canned.array([])).apps.isEmpty)
+        expectMalformed("due_apps_take.lua") { _ = try DueAppsTake.Reply(Canned.array([Canned.text("a1")])) }
+        #expect(DueAppsTake.Arguments(nowMs: 10, claimMs: 5000, limit: 7).strings == ["10", "5000", "7"])
+        #expect(DueAppSettle.Arguments(appId: "a1", generation: "3", next: nil).strings == ["a1", "3", ""])
+        #expect(DueAppSettle.Arguments(appId: "a1", generation: "3", next: 1234).strings == ["a1", "3", "1234"])
+        #expect(DueAppMark.Arguments(appId: "a1", dueAt: 99).strings == ["a1", "99"])
+        #expect(try DueAppMark.Reply(Canned.int(4)).value == 4)
+        #expect(DueAppsKeys(RedisKeys.expiringApps).strings == ["st:{:due}:apps:expiring", "st:{:due}:apps:expiring:gen"])
+        #expect(DueAppsKeys(RedisKeys.graceApps).strings == ["st:{:due}:apps:grace", "st:{:due}:apps:grace:gen"])
+    }
 }

@@ -49,7 +49,7 @@ import Testing
             availability: .busy,
             expiresAt: 42
         )
-        #expect(arguments.strings == ["", "app", "u"] + BusChannels.statusArguments("app", "u") + ["1", "busy", "42"])
+        #expect(arguments.strings == ["", "app", "u"] + BusChannels.statusArguments("app", "u") + ["1", "busy", "42", "0"])
     }
 
     @Test func customStatusExpire() throws {
@@ -145,14 +145,22 @@ import Testing
 
     @Test func graceEnd() throws {
         guard
-            case .ended(true, false, let status) = try GraceEndScript.Reply(
-                Canned.array([Canned.int(1), Canned.int(1), Canned.int(0)] + Canned.status)
+            case .ended(true, false, nil, let status) = try GraceEndScript.Reply(
+                Canned.array([Canned.int(1), Canned.int(1), Canned.int(0), Canned.text("")] + Canned.status)
             )
         else {
             Issue.record("expected an ended grace")
             return
         }
         #expect(status.status.statusType == .online)
+        guard
+            case .ended(false, true, 5000, _) = try GraceEndScript.Reply(
+                Canned.array([Canned.int(1), Canned.int(0), Canned.int(1), Canned.text("5000")] + Canned.status)
+            )
+        else {
+            Issue.record("expected an ended grace with another still running")
+            return
+        }
         guard case .later(1234) = try GraceEndScript.Reply(Canned.array([Canned.int(2), Canned.text("1234")])) else {
             Issue.record("expected a later end")
             return
@@ -165,13 +173,45 @@ import Testing
         expectMalformed("grace_end.lua") { _ = try GraceEndScript.Reply(Canned.array([Canned.int(2), Canned.text("soon")])) }
         expectMalformed("grace_end.lua") { _ = try GraceEndScript.Reply(Canned.array([Canned.int(3)])) }
         expectMalformed("grace_end.lua") { _ = try GraceEndScript.Reply(Canned.array([Canned.int(1), Canned.int(1)])) }
+        expectMalformed("grace_end.lua") {
+            _ = try GraceEndScript.Reply(Canned.array([Canned.int(1), Canned.int(0), Canned.int(1), Canned.text("soon")] + Canned.status))
+        }
+    }
+
+    /// `ht` as `lib.lua` writes it: `offline`, `unlogined`, or during the grace of becoming invisible (SPEC §10.5)
+    /// `online:<availability>:<expiry>:<custom status>`, whose custom status may hold colons.
+    @Test func whatOthersSeeOfAnInvisibleUserIsReadFromItsStoredForm() {
+        #expect(
+            StatusFields.hidden("online:busy:4000:lunch: soup", lastActiveAt: 800)
+                == PresenceRecord.Hidden(
+                    statusType: .online,
+                    lastActiveAt: 800,
+                    customStatus: "lunch: soup",
+                    availability: .busy,
+                    customStatusExpiresAt: 4000
+                )
+        )
+        #expect(
+            StatusFields.hidden("online:away::", lastActiveAt: 800)
+                == PresenceRecord.Hidden(statusType: .online, lastActiveAt: 800, customStatus: nil, availability: .away)
+        )
+        #expect(StatusFields.hidden("unlogined", lastActiveAt: nil) == PresenceRecord.Hidden(statusType: .unlogined, lastActiveAt: nil))
+        #expect(StatusFields.hidden(nil, lastActiveAt: 5) == PresenceRecord.Hidden(statusType: .offline, lastActiveAt: 5))
+        #expect(StatusFields.hidden("online", lastActiveAt: 5) == PresenceRecord.Hidden(statusType: .offline, lastActiveAt: 5))
     }
 
     @Test func presenceIndex() throws {
         #expect(try PresenceIndex.Reply(Canned.int(3)).value == 3)
         #expect(throws: StatusReplyError.self) { try PresenceIndex.Reply(Canned.text("3")) }
-        let arguments = PresenceIndex.Arguments(keepMs: 10, updates: [.init(userId: "a", version: 2, online: true)])
-        #expect(arguments.strings == ["10", "a", "2", "1"])
+        let arguments = PresenceIndex.Arguments(
+            keepMs: 10,
+            rolePrefix: "p:",
+            updates: [.init(userId: "a", version: 2, online: true), .init(userId: "b", version: 5, online: false, role: "member")]
+        )
+        #expect(arguments.strings == ["10", "p:", "a", "2", "1", "", "b", "5", "0", "member"])
+        let keys = RedisKeys(appId: "app")
+        #expect(PresenceIndex.Keys(app: keys).strings == [keys.online, keys.onlineVersions, keys.recentChanges, "st:{app}:onlinerole"])
+        #expect(keys.online(role: "member") == "st:{app}:online:role:member")
     }
 }
 

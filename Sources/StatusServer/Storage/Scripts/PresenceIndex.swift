@@ -5,22 +5,24 @@ import RedisClient
 enum PresenceIndex: StatusScript {
     static func script(in library: ScriptLibrary) -> RedisScript { library.presenceIndex }
 
-    /// KEYS: online index, applied versions, recent changes.
+    /// KEYS: online index, applied versions, recent changes, listed roles.
     struct Keys: ScriptInput {
         var app: RedisKeys
-        var strings: [String] { [app.online, app.onlineVersions, app.recentChanges] }
+        var strings: [String] { [app.online, app.onlineVersions, app.recentChanges, app.onlineRoles] }
     }
 
-    /// ARGV: keep ms, then userId, version, online ('1'|'0') for each update.
+    /// ARGV: keep ms, the role indexes' prefix, then userId, version, online ('1'|'0'), role ('' = none) for each
+    /// update.
     struct Arguments: ScriptInput {
         var keepMs: Int64
+        var rolePrefix: String
         var updates: [OnlineIndexWriter.Update]
 
         var strings: [String] {
-            var strings = [String(keepMs)]
-            strings.reserveCapacity(1 + 3 * updates.count)
+            var strings = [String(keepMs), rolePrefix]
+            strings.reserveCapacity(2 + 4 * updates.count)
             for update in updates {
-                strings += [update.userId, String(update.version), update.online ? "1" : "0"]
+                strings += [update.userId, String(update.version), update.online ? "1" : "0", update.role ?? ""]
             }
             return strings
         }

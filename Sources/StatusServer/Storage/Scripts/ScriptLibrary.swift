@@ -34,6 +34,9 @@ struct ScriptLibrary: Sendable {
     let dueTake: RedisScript
     let dueDone: RedisScript
     let graceEnd: RedisScript
+    let dueAppMark: RedisScript
+    let dueAppsTake: RedisScript
+    let dueAppSettle: RedisScript
 
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
@@ -42,7 +45,7 @@ struct ScriptLibrary: Sendable {
             presenceIndex,
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
             statusReadCopy, userActivity, webhookEnqueue, webhookTake, webhookSettle, webhookRetry, webhookIndexAdd,
-            webhookIndexRemove, customStatusExpire, dueTake, dueDone, graceEnd,
+            webhookIndexRemove, customStatusExpire, dueTake, dueDone, graceEnd, dueAppMark, dueAppsTake, dueAppSettle,
         ]
     }
 
@@ -81,7 +84,10 @@ struct ScriptLibrary: Sendable {
             customStatusExpire: try script("custom_status_expire"),
             dueTake: try script("due_take"),
             dueDone: try script("due_done"),
-            graceEnd: try script("grace_end")
+            graceEnd: try script("grace_end"),
+            dueAppMark: try script("due_app_mark"),
+            dueAppsTake: try script("due_apps_take"),
+            dueAppSettle: try script("due_app_settle")
         )
     }
 

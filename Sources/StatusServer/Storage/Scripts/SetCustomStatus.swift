@@ -8,7 +8,8 @@ enum SetCustomStatus: StatusScript {
 
     typealias Keys = UserStatusKeys
 
-    /// ARGV: value ('' clears), appId, userId, the two status channels, keep, availability, customStatusExpiresAt.
+    /// ARGV: value ('' clears), appId, userId, the two status channels, keep, availability, customStatusExpiresAt,
+    /// grace ms.
     struct Arguments: ScriptInput {
         var value: String?
         var appId: String
@@ -19,10 +20,13 @@ enum SetCustomStatus: StatusScript {
         var availability: Availability?
         /// Nil: none (the caller wrote the due-time index entry first when there is one).
         var expiresAt: Int64?
+        /// SPEC §10.5: becoming invisible while seen online shows this long later (0: at once); the caller wrote the
+        /// grace index entry first when it is not 0.
+        var graceMs: Int64 = 0
 
         var strings: [String] {
             [value ?? "", appId, userId] + BusChannels.statusArguments(appId, userId)
-                + [keep ? "1" : "0", availability?.rawValue ?? "", expiresAt.map(String.init) ?? ""]
+                + [keep ? "1" : "0", availability?.rawValue ?? "", expiresAt.map(String.init) ?? "", String(graceMs)]
         }
     }
 
