@@ -11,7 +11,7 @@ import Testing
 /// apps each had an expiry, cleared since; one of them then has one due: a pass of the sweeps costs Redis a handful of
 /// commands, not one per app. Counted by Redis itself (`INFO commandstats`) on a redis-server of the test's own, with
 /// the node's housekeeping held until the test steps its clock.
-@Suite struct DueSweepCostTests {
+@Suite(.redis) struct DueSweepCostTests {
     static let apps = 2_000
 
     @Test func aSweepVisitsOnlyTheAppsWithSomethingDue() async throws {

@@ -9,7 +9,7 @@ import Testing
 /// then `offline` with `lastActiveAt` the moment the user became invisible; and nothing at all if the user leaves
 /// invisibility within G. The node's housekeeping runs on a clock the test steps, so the end comes when the test says,
 /// not when a busy machine gets to it (or another test's node, which is why each test has a redis-server of its own).
-@Suite struct InvisibilityGraceTests {
+@Suite(.redis) struct InvisibilityGraceTests {
     static func config(grace: Int) -> JSONValue {
         ["plan": "premium", "statusQuery": true, "offlineGraceSeconds": .int(Int64(grace)), "rateLimit": ["calls": 1000, "windowSeconds": 1]]
     }

@@ -181,7 +181,7 @@ extension SnapshotTests {
 /// app's size. 2,000 users of role `member` are online; a device with presence `roles:nonexistent` asks for a snapshot:
 /// it gets an empty one, having read no user's status. Counted by Redis itself (`INFO commandstats`) on a redis-server
 /// of the test's own.
-@Suite struct SnapshotCostTests {
+@Suite(.redis) struct SnapshotCostTests {
     static let users = 2_000
 
     @Test func aRoleNobodyHasCostsTheSnapshotNoUserRead() async throws {
