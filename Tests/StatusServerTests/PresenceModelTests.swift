@@ -185,6 +185,11 @@ struct ModelRun {
             model.applyConcurrently([.setCustomStatus(user, short, expiring: true), .setCustomStatus(user, long, expiring: false)])
             tally["at once", default: 0] += 1
             log.append("at once: set \(user) \(short) (1 s) | set \(user) \(long)")
+            // Which landed last, as the backend shows it.
+            let own = try await backendViews()
+            observe("after the sets at once") { world in
+                Self.users.flatMap { Self.differences(own[$0] ?? .null, world.view(of: $0, by: nil), "own view of \($0)") }
+            }
         case 7, 8:
             let availability = ["available", "away", "busy", "dnd", "invisible", "invisible"][rng.below(6)]
             if let key = own.first, rng.below(2) == 0 {
@@ -340,7 +345,16 @@ struct ModelRun {
                     Self.matches(own[$0], world.view(of: $0, by: nil)) && Self.matches(seen[$0], world.view(of: $0, by: Self.observer))
                 }
             }
-            if ended { return }
+            if ended {
+                // What the backend showed tells which order the pending ends ran in: where a device starts hearing
+                // next is read from the state that holds.
+                model.keep { world in
+                    Self.users.allSatisfy {
+                        Self.matches(own[$0], world.view(of: $0, by: nil)) && Self.matches(seen[$0], world.view(of: $0, by: Self.observer))
+                    }
+                }
+                return
+            }
         }
     }
 
