@@ -134,3 +134,34 @@ public enum PresenceView: Sendable, Hashable {
     /// Whether this view shows `lastActiveAt` of `record` (so that fan-out can group recipients by what they get).
     public var isOwn: Bool { if case .own = self { true } else { false } }
 }
+
+/// The users on either side of a block with one viewer (SPEC §4, §10.5), with each one's public version as it stood
+/// when the block began (absent: unknown, the current one is shown).
+public struct BlockedUsers: Sendable, Hashable {
+    public var users: Set<String>
+    public var publicVersionsAtBlock: [String: Int64]
+
+    public init(_ users: Set<String> = [], publicVersionsAtBlock: [String: Int64] = [:]) {
+        self.users = users
+        self.publicVersionsAtBlock = publicVersionsAtBlock
+    }
+
+    /// No block on either side.
+    public static let none = BlockedUsers()
+}
+
+extension PresenceView {
+    /// The view `viewer` has of `target`: the one choice every path that shows a user to another makes (getUserStatus
+    /// over both transports, the subscribe reply, resumes, snapshots of every scope, fan-out events), so that no path
+    /// can show a blocked pair, an invisible user or a user in their grace otherwise than the others do. The own view
+    /// for the user themself; the block mask, frozen at the block's public version, where either side blocked the
+    /// other; else the public view. A nil `viewer` is a class of viewers known to be neither the target nor on either
+    /// side of a block with them (the groups fan-out encodes once, after leaving out both sides of every block).
+    public static func of(_ target: String, seenBy viewer: String?, blocked: BlockedUsers, isFriend: Bool) -> PresenceView {
+        if viewer == target { return .own }
+        if viewer != nil, blocked.users.contains(target) {
+            return .blocked(publicVersionAtBlock: blocked.publicVersionsAtBlock[target])
+        }
+        return .others(isFriend: isFriend)
+    }
+}

@@ -140,6 +140,26 @@ extension UserDeletionTests {
         }
     }
 
+    /// A user created again under a deleted one's id starts from version 0: a watcher hears their changes at once, not
+    /// only once their version passes the deleted user's (which the node had delivered, and took newer ones for stale).
+    @Test func aUserCreatedAgainIsHeardFromTheirFirstChange() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            let port = api.client.port!
+            try await app.withDevice(port: port, userId: "bob", DeviceOptions(deviceId: "b1", presence: "all")) { watcher, _ in
+                for text in ["one", "two", "three", "four"] { expectOK(try await app.setStatus("alice", text)) }
+                _ = try await watcher.next { $0["statuses"][0]["customStatus"] == "four" }
+                #expect(try await app.call(.delete, "/users/alice").status == 204)
+                try await app.createUsers(["alice"])
+                let status = expectOK(try await app.setStatus("alice", "anew"))
+                #expect(status["version"].int == 1)
+                let heard = try await watcher.next { $0["statuses"][0]["userId"] == "alice" && $0["statuses"][0]["customStatus"] == "anew" }
+                #expect(heard["statuses"][0]["version"].int == 1)
+            }
+        }
+    }
+
     /// A deletion that stopped after its first step (the profile gone, Redis failing the request midway) is finished
     /// by the next DELETE, 204; only then is the user not found.
     @Test func aDeletionStoppedAfterTheProfileIsFinishedByTheNextDelete() async throws {

@@ -28,7 +28,8 @@ struct DeliveryBatch {
         guard !audience.seeing.isEmpty || !audience.masked.isEmpty else { return result }
         // Who may see lastActiveAt was decided when the recipients were split: here it is shown, or removed.
         record.lastSeenPrivacy = .everyone
-        var shown = PresenceView.others(isFriend: false).status(of: record, appDefault: .everyone)
+        // Audience left out both sides of every block with the changed user: the public view, for a viewer on neither.
+        var shown = PresenceView.of(record.status.userId, seenBy: nil, blocked: .none, isFriend: false).status(of: record, appDefault: .everyone)
         if !audience.seeing.isEmpty { result.append((StatusEvent(shown), audience.seeing)) }
         if !audience.masked.isEmpty {
             shown.lastActiveAt = nil

@@ -160,6 +160,24 @@ final class FanoutIndex: Sendable {
         return targets
     }
 
+    /// Forgets what this node delivered of a deleted user (of every user of a deleted app, for a nil `userId`): a user
+    /// created again under the id starts anew from version 0, and their changes must not be dropped as stale ones of
+    /// the user who was deleted.
+    func forgetDelivered(appId: String, userId: String?) {
+        state.withLock { state in
+            if let userId {
+                let target = AppUser(appId: appId, userId: userId)
+                state.versions[target] = nil
+                state.publicVersions[target] = nil
+                state.audiences[target] = nil
+            } else {
+                state.versions = state.versions.filter { $0.key.appId != appId }
+                state.publicVersions = state.publicVersions.filter { $0.key.appId != appId }
+                state.forgetAudiences()
+            }
+        }
+    }
+
     /// Whether a device here may hear about `target` (its own user, or a relationship of a local user): whether this node
     /// must listen to the target's user channel.
     func isWatched(_ target: AppUser) -> Bool {

@@ -277,6 +277,7 @@ final class FanoutService: Service, Sendable {
         case .deleted(let appId, let userId):
             let sessions = userId.map { index.sessions(of: AppUser(appId: appId, userId: $0)) } ?? index.sessions(ofApp: appId)
             for session in sessions { session.kick(reason: "deleted") }
+            index.forgetDelivered(appId: appId, userId: userId)
             apps.invalidate(appId)
         case .configChanged(let appId):
             apps.invalidate(appId)

@@ -201,9 +201,10 @@ struct StatusOperations: Sendable {
         return result
     }
 
-    /// A status as `viewer` may see it (SPEC §10.5, ``PresenceView``): their own view of themself; another user's in
-    /// the block mask where either blocked the other (SPEC §4), with the public version of when the block began
-    /// (`blockVersions`, nil when unknown), else the public view with `lastActiveAt` as last-seen privacy allows.
+    /// A status as `viewer` may see it (SPEC §10.5, ``PresenceView/of(_:seenBy:blocked:isFriend:)``): their own view of
+    /// themself; another user's in the block mask where either blocked the other (SPEC §4), with the public version of
+    /// when the block began (`blockVersions`, nil when unknown), else the public view with `lastActiveAt` as last-seen
+    /// privacy allows.
     static func seen(
         _ stored: StoredStatus,
         by viewer: String,
@@ -211,15 +212,12 @@ struct StatusOperations: Sendable {
         blockVersions: [String: Int64] = [:],
         config: AppConfig
     ) -> UserStatus {
-        let userId = stored.status.userId
-        let view: PresenceView
-        if userId == viewer {
-            view = .own
-        } else if blocked.contains(userId) {
-            view = .blocked(publicVersionAtBlock: blockVersions[userId])
-        } else {
-            view = .others(isFriend: stored.viewerIsFriend ?? false)
-        }
+        let view = PresenceView.of(
+            stored.status.userId,
+            seenBy: viewer,
+            blocked: BlockedUsers(blocked, publicVersionsAtBlock: blockVersions),
+            isFriend: stored.viewerIsFriend ?? false
+        )
         return stored.viewed(as: view, appDefault: config.lastSeenPrivacy)
     }
 

@@ -21,8 +21,14 @@ struct BusPublisher: Sendable {
                 let message = BusMessage.relationsChanged(appId: appId, userIds: [userId], since: own)
                 return ["SPUBLISH", BusChannels.user(appId, userId), try JSONCoding.string(message)]
             }
-        case .devicesClosed(let appId, let userId, _, _), .deleted(let appId, .some(let userId)):
+        case .devicesClosed(let appId, let userId, _, _):
             return [["SPUBLISH", BusChannels.user(appId, userId), try JSONCoding.string(message)]]
+        case .deleted(let appId, .some(let userId)):
+            // On the app slot channel too (the same slot): a node hearing the user through an app-wide scope only must
+            // forget what it delivered of them, or it would take the changes of a user created again under the id
+            // (from version 0) for stale ones.
+            let text = try JSONCoding.string(message)
+            return [["SPUBLISH", BusChannels.user(appId, userId), text], ["SPUBLISH", BusChannels.appSlot(appId, ofUser: userId), text]]
         case .statusChanged(let change):
             return [["SPUBLISH", BusChannels.user(change.appId, change.status.userId), try JSONCoding.string(message)]]
         case .configChanged, .deleted(_, .none):

@@ -47,7 +47,8 @@ struct SessionResume: Sendable {
                         if let stored = try await statuses.stored(appId: app.appId, userIds: [session.userId])[session.userId],
                             app.config.multiDeviceSync
                         {
-                            own = [stored.viewed(as: .own, appDefault: app.config.lastSeenPrivacy)]
+                            let view = PresenceView.of(session.userId, seenBy: session.userId, blocked: .none, isFriend: false)
+                            own = [stored.viewed(as: view, appDefault: app.config.lastSeenPrivacy)]
                         }
                         let statuses = (own + everyone.statuses).sorted { $0.userId < $1.userId }
                         let frame = DeviceFrames.StatusChanged(statuses: statuses, truncated: everyone.truncated ? true : nil)
@@ -58,6 +59,7 @@ struct SessionResume: Sendable {
                 break
             }
             let watched = index.watched(by: session, including: others)
+            let blocks = try await snapshot.blockedUsers(of: session, app: app)
             var missed: [UserStatus] = []
             for chunk in watched.chunks(of: FanoutService.resyncChunk) {
                 let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
@@ -66,8 +68,7 @@ struct SessionResume: Sendable {
                         Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config)
                     else { continue }
                     // SPEC §10.5: the user's own view moves with their version; everyone else's with the public one.
-                    let view: PresenceView =
-                        facts.isSelf ? .own : facts.blocked ? .blocked(publicVersionAtBlock: nil) : .others(isFriend: facts.isFriend)
+                    let view = PresenceView.of(facts.userId, seenBy: session.userId, blocked: blocks, isFriend: facts.isFriend)
                     let news =
                         facts.isSelf
                         ? point.isNews(userId: facts.userId, version: stored.status.version, versionTime: stored.versionTime)

@@ -35,8 +35,8 @@ struct SessionSnapshot: Sendable {
         let config = app.config
         var shown: [UserStatus] = []
         var listed: Set<String> = [session.userId]
-        let blocked = index.blocked(by: session)
-        let blockVersions = blocked.isEmpty ? [:] : try await statuses.blockVersions(appId: app.appId, viewer: session.userId)
+        let blocks = try await blockedUsers(of: session, app: app)
+        let blocked = blocks.users
         for chunk in candidates(of: session, blocked: blocked).chunks(of: FanoutService.resyncChunk) {
             let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
             for facts in chunk {
@@ -46,17 +46,24 @@ struct SessionSnapshot: Sendable {
                 guard let stored = statuses[facts.userId], Entitlement.hears(unblocked, role: stored.role, scope: session.scope, config: config)
                 else { continue }
                 listed.insert(facts.userId)
-                let view: PresenceView =
-                    facts.blocked ? .blocked(publicVersionAtBlock: blockVersions[facts.userId]) : .others(isFriend: facts.isFriend)
+                let view = PresenceView.of(facts.userId, seenBy: session.userId, blocked: blocks, isFriend: facts.isFriend)
                 shown.append(stored.viewed(as: view, appDefault: config.lastSeenPrivacy))
             }
         }
         var truncated = false
         if session.scope.isAppWide, config.allowsStatusQuery {
-            truncated = try await appendScope(of: session, app: app, blocked: blocked, listed: &listed, into: &shown)
+            truncated = try await appendScope(of: session, app: app, blocked: blocks, listed: &listed, into: &shown)
         }
         shown.sort { $0.userId < $1.userId }
         return Result(statuses: shown, truncated: truncated)
+    }
+
+    /// The users on either side of a block with the session's user (the node's index), with the public versions their
+    /// masks carry: what every view this session is shown takes its blocks from.
+    func blockedUsers(of session: DeviceSession, app: AppRecord) async throws -> BlockedUsers {
+        let blocked = index.blocked(by: session)
+        guard !blocked.isEmpty else { return .none }
+        return BlockedUsers(blocked, publicVersionsAtBlock: try await statuses.blockVersions(appId: app.appId, viewer: session.userId))
     }
 
     /// The session's relationships and, for an app-wide scope, the users on either side of a block with its user (any
@@ -76,7 +83,7 @@ struct SessionSnapshot: Sendable {
     private func appendScope(
         of session: DeviceSession,
         app: AppRecord,
-        blocked: Set<String>,
+        blocked: BlockedUsers,
         listed: inout Set<String>,
         into shown: inout [UserStatus]
     ) async throws -> Bool {
@@ -95,12 +102,13 @@ struct SessionSnapshot: Sendable {
             guard !ids.isEmpty else { return false }
             examined += ids.count
             after = ids.last
-            let fresh = ids.filter { !listed.contains($0) && !blocked.contains($0) }
+            let fresh = ids.filter { !listed.contains($0) && !blocked.users.contains($0) }
             let statuses = try await statuses.stored(appId: app.appId, userIds: fresh)
             for userId in fresh {
                 // Online as the device sees them: an invisible user is not (the public view, SPEC §10.5).
                 guard let stored = statuses[userId] else { continue }
-                let seen = stored.viewed(as: .others(isFriend: false), appDefault: app.config.lastSeenPrivacy)
+                let view = PresenceView.of(userId, seenBy: session.userId, blocked: blocked, isFriend: stored.viewerIsFriend ?? false)
+                let seen = stored.viewed(as: view, appDefault: app.config.lastSeenPrivacy)
                 guard seen.statusType == .online else { continue }
                 let facts = Entitlement.Facts(userId: userId, isSelf: false, subscribes: false, isFriend: false, blocked: false)
                 guard Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config) else { continue }
