@@ -156,7 +156,10 @@ import Testing
                         // §10.5); activity moves lastActiveAt without an event (SPEC §2).
                         let event = live[viewer]!.rawFrames.compactMap { Self.decode($0) }.filter { $0["event"] == "onUserStatusChanged" }
                             .compactMap { Self.status(of: "alice", in: $0) }.last
-                        #expect(event.map(Self.withoutDevices) == Self.withoutDevices(reference), "olive's last event: \(event.map { "\($0)" } ?? "nothing")")
+                        #expect(
+                            event.map(Self.withoutDevices) == Self.withoutDevices(reference),
+                            "olive's last event: \(event.map { "\($0)" } ?? "nothing")"
+                        )
                     } else {
                         let heard = live[viewer]!.rawFrames.dropFirst(blockedAt).compactMap { Self.decode($0) }
                             .filter { $0["event"] == "onUserStatusChanged" }.compactMap { Self.status(of: "alice", in: $0) }
