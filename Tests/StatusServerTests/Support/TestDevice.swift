@@ -182,6 +182,12 @@ extension APIClient {
             let (device, welcome) = try await openDevice(port: port, userId: userId, options) { group.addTask(operation: $0) }
             let value = try await body(device, welcome)
             await device.close()
+            // The close handshake ends the client's task on its own, within the configuration's close timeout; a
+            // cancellation at once would also cancel the task that enforces that timeout.
+            if options.reads {
+                let deadline = ContinuousClock.now + .seconds(3)
+                while !device.isClosed && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            }
             group.cancelAll()
             return value
         }
@@ -208,7 +214,8 @@ extension APIClient {
         var logger = Logger(label: "test-device")
         logger.logLevel = .critical
         let reads = options.reads
-        let configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20, additionalHeaders: headers)
+        // A server that never answers a close frame is given up on after 2 s, not the library's 15.
+        let configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 20, additionalHeaders: headers, closeTimeout: .seconds(2))
         let clientLogger = logger
         spawn {
             let close = try? await WebSocketClient.connect(url: url, configuration: configuration, logger: clientLogger) { inbound, outbound, _ in
