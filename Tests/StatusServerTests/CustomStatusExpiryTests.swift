@@ -14,31 +14,13 @@ import Testing
         try await app.call(.put, "/users/\(userId)/status", body)
     }
 
-    /// Runs `body`, then closes `redis`, whether `body` threw or not.
-    private func closing(_ redis: RedisClient, _ body: () async throws -> Void) async throws {
-        do {
-            try await body()
-        } catch {
-            await redis.close()
-            throw error
-        }
-        await redis.close()
-    }
-
     /// A live node on a redis-server of the test's own whose housekeeping moves only when the test steps `clock`, and a
     /// storage layer of its own on that server: a second node, which the test drives by hand.
-    private func withHeldNode(_ body: @Sendable (APIClient, StorageLayer, ManualNodeClock) async throws -> Void) async throws {
-        let server = try await PrivateRedis.start()
-        defer { server.stop() }
-        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "expiry-held-node"))
-        let storage = try StorageLayer(redis: redis, configuration: server.configuration, clock: SystemNodeClock())
-        let clock = ManualNodeClock()
-        let configure: (inout ServerConfiguration) -> Void = { configuration in
-            server.install(in: &configuration)
-            clock.install(in: &configuration)
-        }
-        try await closing(redis) {
-            try await withStatusd(.live, configure: configure) { api in try await body(api, storage, clock) }
+    private func withHeldNodeAndStorage(_ body: @Sendable (APIClient, StorageLayer, ManualNodeClock) async throws -> Void) async throws {
+        try await withHeldNode { api, server, clock in
+            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "expiry-held-node"))
+            let storage = try StorageLayer(redis: redis, configuration: server.configuration, clock: SystemNodeClock())
+            try await closing(redis) { try await body(api, storage, clock) }
         }
     }
 
@@ -279,7 +261,7 @@ extension CustomStatusExpiryTests {
     /// with the live node's housekeeping held (its clock moves only when the test steps it), so that the dying node's
     /// take is the one that wins.
     @Test func anEntryLeasedByANodeThatDiedIsClearedByAnother() async throws {
-        try await withHeldNode { api, storage, clock in
+        try await withHeldNodeAndStorage { api, storage, clock in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
             let set = expectOK(try await set(app, "alice", ["customStatus": "brb", "clearAfterSeconds": 1]))
@@ -307,7 +289,7 @@ extension CustomStatusExpiryTests {
     /// written) and puts the entry back at it; a newer, earlier expiry written meanwhile is not pushed back to that
     /// later moment. On a server of the test's own, the live node's housekeeping held until the test steps its clock.
     @Test func anEntryPutBackNeverMovesANewerOneLater() async throws {
-        try await withHeldNode { api, storage, clock in
+        try await withHeldNodeAndStorage { api, storage, clock in
             let redis = storage.redis
             let app = try await api.createApp()
             try await app.createUsers(["alice"])

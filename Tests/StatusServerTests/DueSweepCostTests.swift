@@ -15,16 +15,9 @@ import Testing
     static let apps = 2_000
 
     @Test func aSweepVisitsOnlyTheAppsWithSomethingDue() async throws {
-        let server = try await PrivateRedis.start()
-        defer { server.stop() }
-        let clock = ManualNodeClock()
-        let configure: (inout ServerConfiguration) -> Void = { configuration in
-            server.install(in: &configuration)
-            clock.install(in: &configuration)
-        }
-        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "due-sweep-cost"))
-        do {
-            try await withStatusd(.live, configure: configure) { api in
+        try await withHeldNode { api, server, clock in
+            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "due-sweep-cost"))
+            try await closing(redis) {
                 // Every app sets a custom status that clears itself after a second, 16 apps at a time.
                 var apps: [APIClient] = []
                 try await withThrowingTaskGroup(of: APIClient.self) { group in
@@ -73,11 +66,7 @@ import Testing
                 print("DueSweepCostTests: \(Self.apps) apps, one due, five ticks: \(total) commands \(work.sorted { $0.key < $1.key })")
                 #expect(total < 300, "a pass over \(Self.apps) apps with one due ran \(total) commands: \(work)")
             }
-        } catch {
-            await redis.close()
-            throw error
         }
-        await redis.close()
     }
 
     private static var wallMs: Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

@@ -22,14 +22,7 @@ import Testing
         _ body: @Sendable (APIClient, ManualNodeClock, TestDevice, TestDevice, JSONValue) async throws -> Void
     ) async throws {
         // A redis-server of the test's own: no other test's node sweeps its graces.
-        let server = try await PrivateRedis.start()
-        defer { server.stop() }
-        let clock = ManualNodeClock()
-        let configure: (inout ServerConfiguration) -> Void = { configuration in
-            server.install(in: &configuration)
-            clock.install(in: &configuration)
-        }
-        try await withStatusd(.live, configure: configure) { api in
+        try await withHeldNode { api, _, clock in
             let app = try await api.createApp(config: Self.config(grace: grace))
             try await app.createUsers(["alice", "bob"])
             expectOK(try await app.subscribe("bob", ["alice"]))

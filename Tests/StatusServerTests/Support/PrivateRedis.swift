@@ -84,3 +84,30 @@ func withPrivateRedis<Value>(_ body: (PrivateRedis) async throws -> Value) async
     defer { server.stop() }
     return try await body(server)
 }
+
+/// A live node on a redis-server of the test's own whose housekeeping moves only when the test steps the clock: no
+/// other test's node sweeps its indexes, and a busy machine cannot move its time.
+func withHeldNode<Value>(
+    _ body: @Sendable (APIClient, PrivateRedis, ManualNodeClock) async throws -> Value
+) async throws -> Value {
+    let server = try await PrivateRedis.start()
+    defer { server.stop() }
+    let clock = ManualNodeClock()
+    let configure: (inout ServerConfiguration) -> Void = { configuration in
+        server.install(in: &configuration)
+        clock.install(in: &configuration)
+    }
+    return try await withStatusd(.live, configure: configure) { api in try await body(api, server, clock) }
+}
+
+/// Runs `body`, then closes `redis`, whether `body` threw or not.
+func closing<Value>(_ redis: RedisClient, _ body: () async throws -> Value) async throws -> Value {
+    do {
+        let value = try await body()
+        await redis.close()
+        return value
+    } catch {
+        await redis.close()
+        throw error
+    }
+}
