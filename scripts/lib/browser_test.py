@@ -19,6 +19,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 parser = argparse.ArgumentParser()
@@ -28,6 +29,12 @@ parser.add_argument("--screenshots", default="docs")
 args = parser.parse_args()
 BASE = args.url.rstrip("/")
 
+
+
+def waiting(driver, seconds):
+    """A wait that reads an element again when the page replaced it meanwhile: the console re-renders its table rows
+    on every update, so a row found a moment ago may be gone when its text is read."""
+    return WebDriverWait(driver, seconds, ignored_exceptions=(StaleElementReferenceException,))
 
 def api(method, path, body=None, key=None):
     """One HTTP call; returns (status, JSON body or None)."""
@@ -63,7 +70,7 @@ def text_of(driver, element_id):
 
 def wait_text(driver, element_id, predicate, what, timeout=10):
     try:
-        WebDriverWait(driver, timeout).until(lambda d: predicate(text_of(d, element_id)))
+        waiting(driver, timeout).until(lambda d: predicate(text_of(d, element_id)))
     except Exception:
         raise AssertionError(f"{what}: #{element_id} shows {text_of(driver, element_id)!r}")
 
@@ -85,7 +92,7 @@ def screenshot(driver, name):
 
 
 def console_flow(driver):
-    wait = WebDriverWait(driver, 10)
+    wait = waiting(driver, 10)
     driver.get(BASE + "/console")
     # A wrong key is refused with the SPEC error, as returned.
     set_value(driver, "admin-key", "not-the-key")
@@ -141,7 +148,7 @@ def console_flow(driver):
 
 def watch_flow(driver, api_key):
     """The console watches alice through the browser client and sees her changes made elsewhere."""
-    wait = WebDriverWait(driver, 10)
+    wait = waiting(driver, 10)
     # The console's own page is not an allowed origin now: its WebSocket is refused (403) and the console says so.
     for user in ("alice", "bob"):
         assert api("PUT", f"/v1/apps/console-demo/users/{user}", {"name": user.title()}, key=api_key)[0] == 200
@@ -181,7 +188,7 @@ def watch_flow(driver, api_key):
 def views_flow(driver, api_key):
     """The console shows alice's own view next to the public view: invisible, she is online to herself and offline to
     everyone else; visible again, both views show her online."""
-    wait = WebDriverWait(driver, 10)
+    wait = waiting(driver, 10)
     cell = lambda view, field: driver.find_element(By.CSS_SELECTOR, f'#views-table tr[data-field="{field}"] td[data-view="{view}"]').text
     differs = lambda field: "differs" in driver.find_element(By.CSS_SELECTOR, f'#views-table tr[data-field="{field}"]').get_attribute("class")
     watched = lambda field: driver.find_element(By.CSS_SELECTOR, f'tr[data-user="alice"] td[data-field="{field}"]').text
@@ -269,12 +276,12 @@ def client_flow(driver, api_key):
        "heartbeat and error codes")
 
     assert api("PUT", "/v1/apps/console-demo/users/carol/status", {"customStatus": "lunch"}, key=api_key)[0] == 200
-    WebDriverWait(driver, 10).until(lambda d: ["carol", "lunch"] in d.execute_script("return window.bobLog.events"))
+    waiting(driver, 10).until(lambda d: ["carol", "lunch"] in d.execute_script("return window.bobLog.events"))
     ok("browser client: another user's status change arrives as a statusChanged callback")
 
     # The socket drops (not asked for by the app): the client reconnects with backoff and events flow again.
     driver.execute_script("window.bobClient._socket.close(4001, 'test drop')")
-    WebDriverWait(driver, 15).until(lambda d: d.execute_script("return window.bobLog.welcomes") >= 2)
+    waiting(driver, 15).until(lambda d: d.execute_script("return window.bobLog.welcomes") >= 2)
     states = driver.execute_script("return window.bobLog.states")
     assert "reconnecting" in states and states[-1] == "open", states
     # SPEC §7 resume: the token of the welcome before the drop goes back on the reconnect (when the server sends one).
@@ -287,12 +294,12 @@ def client_flow(driver, api_key):
     assert "resume" not in urllib.parse.parse_qs(urllib.parse.urlparse(urls[0]).query), urls[0]
     assert all(urllib.parse.parse_qs(urllib.parse.urlparse(u).query).get("snapshot") == ["true"] for u in urls), urls
     assert api("PUT", "/v1/apps/console-demo/users/carol/status", {"customStatus": "back"}, key=api_key)[0] == 200
-    WebDriverWait(driver, 10).until(lambda d: ["carol", "back"] in d.execute_script("return window.bobLog.events"))
+    waiting(driver, 10).until(lambda d: ["carol", "back"] in d.execute_script("return window.bobLog.events"))
     ok("browser client: reconnects after a dropped socket, sends the welcome's resume token back and keeps receiving events")
 
     # A kick is final: the client reports it and does not reconnect.
     assert api("POST", "/v1/apps/console-demo/users/bob/kick", {"deviceId": "bob-web"}, key=api_key)[0] == 200
-    WebDriverWait(driver, 10).until(lambda d: d.execute_script("return window.bobClient.state") == "closed")
+    waiting(driver, 10).until(lambda d: d.execute_script("return window.bobClient.state") == "closed")
     time.sleep(1)
     assert driver.execute_script("return window.bobLog.welcomes") == 2
     ok("browser client: a kick closes it for good (no reconnect)")
@@ -356,14 +363,14 @@ def device_state_flow(driver, api_key):
         return driver.execute_script("return window.erinLog.sent")
 
     def wait_replies():
-        WebDriverWait(driver, 10).until(lambda d: None not in d.execute_script("return Object.values(window.erinLog.replies)"))
+        waiting(driver, 10).until(lambda d: None not in d.execute_script("return Object.values(window.erinLog.replies)"))
 
     def step(script, expected, what, timeout=10):
         """Runs script in the page, waits for exactly the setDeviceState frames expected and their replies, then
         reads erin's own view with the backend detail query."""
         driver.execute_script(script)
         try:
-            WebDriverWait(driver, timeout).until(lambda d: sent() == expected)
+            waiting(driver, timeout).until(lambda d: sent() == expected)
         except Exception:
             raise AssertionError(f"{what}: sent {sent()}, expected {expected}")
         wait_replies()
@@ -395,20 +402,20 @@ def device_state_flow(driver, api_key):
     # A reconnect is a new device, `active` on the server: a hidden page says `background` again, a visible one nothing.
     before = sent()
     driver.execute_script("setHidden(true)")
-    WebDriverWait(driver, 10).until(lambda d: sent() == before + ["background"])
+    waiting(driver, 10).until(lambda d: sent() == before + ["background"])
     wait_replies()  # answered before the socket drops
     server.append(("hidden, after a reconnect", "background", "away", step(
         "window.erinClient._socket.close(4001, 'test drop')", before + ["background", "background"],
         "a reconnect while hidden re-sends background", timeout=15)))
     assert driver.execute_script("return window.erinLog.welcomes") == 2
     driver.execute_script("setHidden(false)")
-    WebDriverWait(driver, 10).until(lambda d: sent() == before + ["background", "background", "active"])
+    waiting(driver, 10).until(lambda d: sent() == before + ["background", "background", "active"])
     wait_replies()
     before = sent()
     # A key first, so that the idle time does not run out during the reconnect.
     step("document.body.dispatchEvent(new KeyboardEvent('keydown', { bubbles: true }));"
          "window.erinClient._socket.close(4001, 'test drop')", before, "a reconnect while active sends nothing")
-    WebDriverWait(driver, 15).until(lambda d: d.execute_script("return window.erinLog.welcomes") == 3)
+    waiting(driver, 15).until(lambda d: d.execute_script("return window.erinLog.welcomes") == 3)
     time.sleep(0.5)
     assert sent() == before, sent()
     ok("browser client: after a reconnect, background is sent again while hidden, and nothing while active")
