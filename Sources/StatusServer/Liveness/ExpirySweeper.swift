@@ -1,5 +1,6 @@
 import Foundation
 import StatusCore
+import Synchronization
 
 /// SPEC §10.2: clears custom statuses whose `customStatusExpiresAt` came, on whichever node, after any restart: no timer
 /// per user in memory. setSelfStatus writes each expiry in its app's due-time index (``RedisKeys/expiries``, before the
@@ -26,7 +27,7 @@ struct ExpirySweeper: Sendable {
     @discardableResult
     func sweep(nowMs: Int64? = nil) async throws -> Int {
         let nowMs = nowMs ?? clock.nowMs
-        var cleared = 0
+        let cleared = Atomic<Int>(0)
         try await dueIndex.run(nowMs: nowMs) { app, userId, _ in
             let result: StatusReply
             switch try await statuses.expireCustomStatus(appId: app.appId, userId: userId) {
@@ -34,7 +35,7 @@ struct ExpirySweeper: Sendable {
             case .later(let expiresAt): return .later(expiresAt)
             case .cleared(let reply): result = reply
             }
-            cleared += 1
+            cleared.add(1, ordering: .relaxed)
             await webhooks.enqueueCustomStatusChange(
                 app: app,
                 userId: userId,
@@ -47,6 +48,6 @@ struct ExpirySweeper: Sendable {
             }
             return .done
         }
-        return cleared
+        return cleared.load(ordering: .relaxed)
     }
 }
