@@ -3,8 +3,9 @@ import StatusCore
 
 /// Status events of one bus batch, grouped by the event loop of each recipient's channel.
 ///
-/// ``send()`` gives each loop its share in one task: the loop writes every event to its sockets without flushing, then
-/// flushes each socket once, so a device that receives several events in a batch costs one flush (one `writev`).
+/// ``send(through:)`` gives each loop its share through the loop's ``LoopMailbox``: the loop writes every event to its
+/// sockets without flushing, then flushes each socket once, so a device that receives several events costs one flush
+/// (one `writev`).
 struct DeliveryBatch {
     /// Per event loop: each event once, with the sessions on that loop that receive it.
     private var loops: [ObjectIdentifier: (loop: any EventLoop, items: [(StatusEvent, [DeviceSession])])] = [:]
@@ -46,22 +47,17 @@ struct DeliveryBatch {
         count += recipients.count
     }
 
-    /// Hands every loop its deliveries.
-    mutating func send() {
+    /// Hands every loop its deliveries (``LoopMailbox``); waits while a loop has more waiting than it may hold.
+    mutating func send(through mailboxes: LoopMailboxes) async {
         guard count > 0 else { return }
+        var full: [LoopMailbox] = []
         for (loop, items) in loops.values {
-            loop.execute {
-                var written: [DeviceChannelHandler] = []
-                for (event, sessions) in items {
-                    for session in sessions {
-                        if let handler = session.deliver(event) { written.append(handler) }
-                    }
-                }
-                for handler in written { handler.flushIfNeeded() }
-            }
+            let mailbox = mailboxes.of(loop)
+            if mailbox.post(items) { full.append(mailbox) }
         }
         Metrics.eventsDelivered.increment(by: count)
         loops = [:]
         count = 0
+        for mailbox in full { await mailbox.belowLowWater() }
     }
 }

@@ -39,6 +39,8 @@ final class FanoutService: Service, Sendable {
     private let shards: RedisShardSubscriber
     private let inbox: BusInbox
     private let work: DeviceWorkQueue
+    /// Where deliveries wait for their event loops.
+    private let mailboxes = LoopMailboxes()
     /// The node's time: the pause before retrying a resynchronisation Redis refused.
     private let clock: any NodeClock
     private let logger: Logger
@@ -208,7 +210,7 @@ final class FanoutService: Service, Sendable {
                 deliveries.add(change, to: index.catchUpAudience(of: change, config: config, watcher: key, knownAtEdge: knownAtEdge))
                 Metrics.caughtUpStatuses.increment()
             }
-            deliveries.send()
+            await deliveries.send(through: mailboxes)
         } catch {
             logger.debug("catch-up read failed", metadata: ["error": "\(error)"])
             inbox.markGap()
@@ -247,7 +249,7 @@ final class FanoutService: Service, Sendable {
             }
             await process(message, into: &deliveries)
         }
-        deliveries.send()
+        await deliveries.send(through: mailboxes)
         if batch.gap {
             Metrics.busGaps.increment()
             if await !resynchronise() {
@@ -321,7 +323,7 @@ final class FanoutService: Service, Sendable {
                     deliveries.add(change, to: index.audience(of: change, config: config))
                     Metrics.resyncedStatuses.increment()
                 }
-                deliveries.send()
+                await deliveries.send(through: mailboxes)
             }
         }
         return true
