@@ -1,6 +1,5 @@
 import Foundation
 import StatusCore
-import Synchronization
 
 /// SPEC §10.2: clears custom statuses whose `customStatusExpiresAt` came, on whichever node, after any restart: no timer
 /// per user in memory. setSelfStatus writes each expiry in its app's due-time index (``RedisKeys/expiries``, before the
@@ -27,7 +26,7 @@ struct ExpirySweeper: Sendable {
     @discardableResult
     func sweep(nowMs: Int64? = nil) async throws -> Int {
         let nowMs = nowMs ?? clock.nowMs
-        let cleared = Atomic<Int>(0)
+        var cleared = 0
         try await dueIndex.run(nowMs: nowMs) { app, userId, _ in
             let result: StatusReply
             switch try await statuses.expireCustomStatus(appId: app.appId, userId: userId) {
@@ -35,7 +34,7 @@ struct ExpirySweeper: Sendable {
             case .later(let expiresAt): return .later(expiresAt)
             case .cleared(let reply): result = reply
             }
-            cleared.add(1, ordering: .relaxed)
+            cleared += 1
             await webhooks.enqueueCustomStatusChange(
                 app: app,
                 userId: userId,
@@ -48,6 +47,6 @@ struct ExpirySweeper: Sendable {
             }
             return .done
         }
-        return cleared.load(ordering: .relaxed)
+        return cleared
     }
 }

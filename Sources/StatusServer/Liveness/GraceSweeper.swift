@@ -1,6 +1,5 @@
 import Foundation
 import StatusCore
-import Synchronization
 
 /// SPEC §10.3: ends the offline graces that ran out, on whichever node, after any restart, including the death of the
 /// node that started them: no timer per user in memory. A drop that may start a grace writes the app's due-time entry
@@ -22,7 +21,7 @@ struct GraceSweeper: Sendable {
     @discardableResult
     func sweep(nowMs: Int64? = nil) async throws -> Int {
         let nowMs = nowMs ?? clock.nowMs
-        let ended = Atomic<Int>(0)
+        var ended = 0
         try await dueIndex.run(nowMs: nowMs) { app, userId, _ in
             let outcome = try await statuses.endGrace(
                 appId: app.appId,
@@ -35,11 +34,11 @@ struct GraceSweeper: Sendable {
             case .later(let until):
                 return .later(until)
             case .ended(let reply, let cleared, let still):
-                ended.add(1, ordering: .relaxed)
+                ended += 1
                 await presence.recordChange(app: app, userId: userId, change: .status, reply: reply, clearedCustomStatus: cleared)
                 return still.map { .later($0) } ?? .done
             }
         }
-        return ended.load(ordering: .relaxed)
+        return ended
     }
 }
