@@ -40,7 +40,7 @@ import Testing
         }
     }
 
-    @Test func aSubscriptionMadeOnOneNodeRoutesEventsOnAnother() async throws {
+    @Test(.tags(.runsAlone)) func aSubscriptionMadeOnOneNodeRoutesEventsOnAnother() async throws {
         try await withTwoNodes { api, app, node in
             try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1")) { watcher, _ in
                 try await app.withDevice(port: node.port, userId: "watcher", DeviceOptions(deviceId: "w2")) { other, _ in

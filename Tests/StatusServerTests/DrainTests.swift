@@ -8,7 +8,7 @@ import FoundationNetworking
 
 /// SPEC §9: a node asked to stop (SIGTERM) drains: it stops being ready first, then closes its device sockets with
 /// 1012 (service restart), spread over its drain time, and exits. Run on a child process, signalled like a real one.
-@Suite(.redis) struct DrainTests {
+@Suite(.redis, .tags(.runsAlone)) struct DrainTests {
     @Test func aNodeAskedToStopIsNotReadyThenClosesItsDevicesWith1012SpreadOverItsDrainTime() async throws {
         let adminKey = "admin-" + UUID().uuidString
         try await withStatusd(.live, adminKey: adminKey) { api in

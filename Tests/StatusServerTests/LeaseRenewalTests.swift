@@ -8,7 +8,7 @@ import Testing
 
 /// SPEC §10.7 "a node's own lease renewal never waits on other work": the lease has a loop of its own, and deletion
 /// claims belong to one run, not to a node.
-@Suite(.redis, .serialized) struct LeaseRenewalTests {
+@Suite(.redis, .serialized, .tags(.runsAlone)) struct LeaseRenewalTests {
     @Test func leaseNeverLapsesWhileHousekeepingFilesTheDevicesOfADeadNode() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "lease-test"))
         let nodeId = "busy-" + UUID().uuidString.prefix(8).lowercased()

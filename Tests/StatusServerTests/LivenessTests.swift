@@ -166,7 +166,7 @@ import Testing
         }
     }
 
-    @Test func aStalledNodeFilesItsLiveDevicesOnlineAgain() async throws {
+    @Test(.tags(.runsAlone)) func aStalledNodeFilesItsLiveDevicesOnlineAgain() async throws {
         let adminKey = "admin-" + UUID().uuidString
         let shortLease: (inout ServerConfiguration) -> Void = { $0.nodeLeaseSeconds = 3 }
         try await withStatusd(.live, adminKey: adminKey, configure: shortLease) { api in

@@ -35,7 +35,7 @@ import FoundationNetworking
     /// The per-route series count each request once, and a method statusd does not serve cannot make a series of its
     /// own (HTTP parsers accept dozens of methods, WebDAV's among them: a client could otherwise add series at will).
     /// The metrics registry belongs to the process, so other tests' requests are in it too: counts are compared.
-    @Test func requestSeriesCountRequestsAndBoundTheirMethods() async throws {
+    @Test(.tags(.runsAlone)) func requestSeriesCountRequestsAndBoundTheirMethods() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["alice"])

@@ -49,7 +49,7 @@ import Testing
         }
     }
 
-    @Test func anExpiryIsClearedByTheNodeThatIsLeft() async throws {
+    @Test(.tags(.runsAlone)) func anExpiryIsClearedByTheNodeThatIsLeft() async throws {
         let adminKey = "admin-" + UUID().uuidString
         try await withStatusd(.live, adminKey: adminKey) { api in
             let node = try await ChildNode(adminKey: adminKey, nodeId: "expiry-" + UUID().uuidString.prefix(8).lowercased())

@@ -9,7 +9,7 @@ import Testing
 /// SPEC §7 and §9 when Redis goes silent (docs/partitions.md). A redis-server paused with SIGSTOP keeps its sockets
 /// open and its kernel takes every byte sent to it, but it answers nothing, as over a network path that drops packets;
 /// resumed, it runs whatever it was sent meanwhile, as when such a path comes back. Each test has a server of its own.
-@Suite(.redis) struct SilentRedisTests {
+@Suite(.redis, .tags(.runsAlone)) struct SilentRedisTests {
     /// A write answered 503 while Redis was silent is answered within 2 s and never applied, even though its bytes
     /// reached the paused server, which runs them when it resumes; an acknowledged write after it stands.
     @Test func aWriteRefusedWhileRedisIsSilentIsAnsweredQuicklyAndNeverApplied() async throws {

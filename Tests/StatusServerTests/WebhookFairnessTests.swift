@@ -55,7 +55,7 @@ import Testing
         await redis.close()
     }
 
-    @Test func anAppsUndeliveredEventsAreBoundedOldestDroppedFirstAndCounted() async throws {
+    @Test(.tags(.runsAlone)) func anAppsUndeliveredEventsAreBoundedOldestDroppedFirstAndCounted() async throws {
         let registry = MetricsBootstrap.registry()
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "webhook-fairness"))
         let refusing = try DeadReceiver(.refusing)
