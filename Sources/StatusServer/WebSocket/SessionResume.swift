@@ -62,13 +62,19 @@ struct SessionResume: Sendable {
             let blocks = try await snapshot.blockedUsers(of: session, app: app)
             var missed: [UserStatus] = []
             for chunk in watched.chunks(of: FanoutService.resyncChunk) {
-                let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
+                let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId), viewer: session.userId)
                 for facts in chunk {
                     guard let stored = statuses[facts.userId],
                         Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config)
                     else { continue }
                     // SPEC §10.5: the user's own view moves with their version; everyone else's with the public one.
-                    let view = PresenceView.of(facts.userId, seenBy: session.userId, blocked: blocks, isFriend: facts.isFriend)
+                    let view = PresenceView.of(
+                        facts.userId,
+                        seenBy: session.userId,
+                        blocked: blocks,
+                        isFriend: facts.isFriend,
+                        frozen: stored.frozenForViewer
+                    )
                     let news =
                         facts.isSelf
                         ? point.isNews(userId: facts.userId, version: stored.status.version, versionTime: stored.versionTime)
