@@ -615,6 +615,10 @@ struct ModelRun {
             let now = target == user ? state.version : state.publicVersion
             // A user the device started hearing about while away is required only with ``resumesNewRelations``.
             guard newRelations || lost.heard.contains(target) else { continue }
+            // Nor one it hears about only through an `all` scope taken on the resume, who is not online now: nothing
+            // lists who moved among everyone while the app had no app-wide session (docs/resume.md).
+            let related = world.subscriptions.contains([user, target]) || world.isFriend(user, target)
+            if !lost.heard.contains(target), !related, world.view(of: target, by: user).statusType != .online { continue }
             if now != lost.versions[target], !listed.contains(target) {
                 result.append("leaves out \(target), which moved from v\(lost.versions[target] ?? -1) to v\(now)")
             }
