@@ -157,8 +157,19 @@ extension PresenceView {
     /// for the user themself; the block mask, frozen at the block's public version, where either side blocked the
     /// other; else the public view. A nil `viewer` is a class of viewers known to be neither the target nor on either
     /// side of a block with them (the groups fan-out encodes once, after leaving out both sides of every block).
-    public static func of(_ target: String, seenBy viewer: String?, blocked: BlockedUsers, isFriend: Bool) -> PresenceView {
+    ///
+    /// `frozen` is the target's public version frozen for this viewer, read from the target's own keys with their status
+    /// (a block between the two began there): it masks on its own, and it is the version the mask carries, so that a
+    /// view never goes below what the target published before the block, whichever side's keys learnt of it first.
+    public static func of(
+        _ target: String,
+        seenBy viewer: String?,
+        blocked: BlockedUsers,
+        isFriend: Bool,
+        frozen: Int64? = nil
+    ) -> PresenceView {
         if viewer == target { return .own }
+        if viewer != nil, let frozen { return .blocked(publicVersionAtBlock: frozen) }
         if viewer != nil, blocked.users.contains(target) {
             return .blocked(publicVersionAtBlock: blocked.publicVersionsAtBlock[target])
         }

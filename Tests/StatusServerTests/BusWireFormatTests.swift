@@ -34,6 +34,8 @@ import Testing
             .configChanged(appId: "app"),
             .deleted(appId: "app", userId: "a"),
             .deleted(appId: "app", userId: nil),
+            .masked(appId: "app", userId: "a", viewer: "b", publicVersion: 4),
+            .masked(appId: "app", userId: "a", viewer: "b", publicVersion: nil),
         ]
         for message in messages { #expect(try roundTrip(message) == message) }
     }
@@ -47,6 +49,13 @@ import Testing
             BusMessage.statusChanged(StatusChange(appId: "app", change: 1, role: nil, lastSeenPrivacy: .friends, status: Self.status))
         )
         #expect(hidden.hasPrefix(#"{"appId":"app","change":"status","lastSeenPrivacy":"friends","publicChange":true,"status":{"#))
+        // What block_side.lua writes by hand reads as the mask it means.
+        let mask = #"{"v":1,"type":"mask","appId":"app","userId":"a","viewer":"b","publicVersion":4}"#
+        let read = try JSONCoding.decoder.decode(BusMessage.self, from: Data(mask.utf8))
+        #expect(read == .masked(appId: "app", userId: "a", viewer: "b", publicVersion: 4))
+        let ended = #"{"v":1,"type":"mask","appId":"app","userId":"a","viewer":"b"}"#
+        let end = try JSONCoding.decoder.decode(BusMessage.self, from: Data(ended.utf8))
+        #expect(end == .masked(appId: "app", userId: "a", viewer: "b", publicVersion: nil))
     }
 
     @Test func anUnknownPrivacyValueReadsAsNoneSoTheAppDefaultApplies() throws {

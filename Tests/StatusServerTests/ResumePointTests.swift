@@ -1,3 +1,4 @@
+import StatusCore
 import Testing
 
 @testable import StatusServer
@@ -20,6 +21,52 @@ import Testing
         #expect(ResumePoint(stored: "c1 5 #xyz:3") == nil)
         // A point stored by an earlier version names users by their userId.
         #expect(ResumePoint(stored: "c1 5 alice:3 b.o-b@x:12") == sent)
+    }
+
+    /// The audience of the lost session reads back with the point; a point without one is read as before.
+    @Test func theAudienceReadsBack() {
+        let audience = ResumePoint.Audience(appWide: false, keys: [key("a"), key("b")])
+        let listed = ResumePoint(connection: "c1", lostAt: 5, delivered: [key("alice"): 3], audience: audience)
+        #expect(ResumePoint(stored: listed.stored) == listed)
+        let wide = ResumePoint(connection: "c1", lostAt: 5, audience: .init(appWide: true, keys: []))
+        #expect(ResumePoint(stored: wide.stored) == wide)
+        #expect(ResumePoint(stored: "c1 5 @ab") == nil)
+        #expect(ResumePoint(stored: "c1 5 ~l @zz") == nil)
+    }
+
+    /// SPEC §7: a user the device started hearing about while away is news, whatever their version did; one it heard
+    /// about is news only if it moved.
+    @Test func aUserNewlyHeardIsNewsWhateverTheirVersionDid() {
+        var config = AppConfig()
+        config.plan = .premium
+        config.statusQuery = true
+        let facts = [
+            Entitlement.Facts(userId: "me", isSelf: true, subscribes: false, isFriend: false, blocked: false),
+            Entitlement.Facts(userId: "sub", isSelf: false, subscribes: true, isFriend: false, blocked: false),
+            Entitlement.Facts(userId: "friend", isSelf: false, subscribes: false, isFriend: true, blocked: false),
+        ]
+        let audience = ResumePoint.Audience.of(userId: "me", scope: .subscriptions, facts: facts, blocked: [], config: config)
+        // Without friendStatusNotify, a friend is not heard under the `subscriptions` scope.
+        #expect(audience.heard("me") && audience.heard("sub") && !audience.heard("friend") && !audience.heard("new"))
+        let point = ResumePoint(connection: "c1", lostAt: 100, audience: audience)
+        #expect(point.isNews(userId: "new", version: 3, versionTime: 50))
+        #expect(point.isNews(userId: "friend", version: 3, versionTime: nil))
+        #expect(!point.isNews(userId: "sub", version: 3, versionTime: 50))
+        #expect(point.isNews(userId: "sub", version: 4, versionTime: 150))
+        // An `all` scope heard everyone but the other side of its blocks.
+        let wide = ResumePoint.Audience.of(userId: "me", scope: .all, facts: facts, blocked: ["blocked"], config: config)
+        #expect(wide.appWide && wide.heard("anyone") && !wide.heard("blocked"))
+        #expect(ResumePoint(connection: "c1", lostAt: 100, audience: wide).isNews(userId: "blocked", version: 1, versionTime: 1))
+        // Not recorded: the version's time alone decides.
+        #expect(!ResumePoint(connection: "c1", lostAt: 100).isNews(userId: "new", version: 3, versionTime: 50))
+    }
+
+    @Test func factsFromRelationshipsAsTheIndexListsThem() {
+        let relations = Relations(subscriptions: ["b", "a"], friends: ["a", "c"], blocked: ["c"])
+        let facts = Entitlement.facts(of: "me", relations: relations, including: ["d", "a"])
+        #expect(facts.map(\.userId) == ["me", "a", "b", "c", "d"])
+        #expect(facts[1] == Entitlement.Facts(userId: "a", isSelf: false, subscribes: true, isFriend: true, blocked: false))
+        #expect(facts[3].blocked && facts[3].isFriend && !facts[3].subscribes)
     }
 
     /// The key of a user is the same in every process (a resume may be served by another node): FNV-1a 64.

@@ -149,6 +149,7 @@ struct NodeWiring: Sendable {
             statuses: statuses,
             snapshot: snapshot,
             index: index,
+            relations: storage.relations,
             logReadLimit: configuration.resumeLogReadLimit,
             logger: logger
         )

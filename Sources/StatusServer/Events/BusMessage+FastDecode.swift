@@ -56,7 +56,7 @@ extension BusMessage {
                 guard let value = scanner.optional({ $0.bool() }) else { return false }
                 autoAway = value ?? false
                 return true
-            case .userId, .userIds, .devices, .reason, .since:
+            case .userId, .userIds, .devices, .reason, .since, .viewer:
                 return false
             }
         }

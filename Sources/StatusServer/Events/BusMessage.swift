@@ -19,6 +19,10 @@ enum BusMessage: Sendable, Hashable {
     case configChanged(appId: String)
     /// A user or a whole app was deleted: sessions go.
     case deleted(appId: String, userId: String?)
+    /// A block between `userId` and `viewer` began (`publicVersion`: `userId`'s public version frozen for `viewer`) or
+    /// ended (nil): published by `block_side.lua` on `userId`'s channels, in order with their changes, so that a node
+    /// stops (or starts again) showing `userId` to `viewer` exactly there (SPEC §10.5).
+    case masked(appId: String, userId: String, viewer: String, publicVersion: Int64?)
 
     /// The wire format version this node writes and reads (`"v"`); messages of another version are ignored.
     static let version = 1
@@ -150,6 +154,7 @@ extension BusMessage: Codable {
         case devices
         case reason
         case since
+        case viewer
         case publicVersion
         case publicChange
         case hidden
@@ -163,6 +168,7 @@ extension BusMessage: Codable {
         case devicesClosed
         case config
         case deleted
+        case mask
     }
 
     init(from decoder: any Decoder) throws {
@@ -206,6 +212,13 @@ extension BusMessage: Codable {
             self = .configChanged(appId: appId)
         case .deleted:
             self = .deleted(appId: appId, userId: try fields.decodeIfPresent(String.self, forKey: .userId))
+        case .mask:
+            self = .masked(
+                appId: appId,
+                userId: try fields.decode(String.self, forKey: .userId),
+                viewer: try fields.decode(String.self, forKey: .viewer),
+                publicVersion: try fields.decodeIfPresent(Int64.self, forKey: .publicVersion)
+            )
         case nil:
             throw BusWireError.unknownType(type)
         }
@@ -244,6 +257,12 @@ extension BusMessage: Codable {
             try fields.encode(Kind.deleted.rawValue, forKey: .type)
             try fields.encode(appId, forKey: .appId)
             try fields.encodeIfPresent(userId, forKey: .userId)
+        case .masked(let appId, let userId, let viewer, let publicVersion):
+            try fields.encode(Kind.mask.rawValue, forKey: .type)
+            try fields.encode(appId, forKey: .appId)
+            try fields.encode(userId, forKey: .userId)
+            try fields.encode(viewer, forKey: .viewer)
+            try fields.encodeIfPresent(publicVersion, forKey: .publicVersion)
         }
     }
 }

@@ -40,7 +40,7 @@ struct DeliveryBatch {
     }
 
     /// Queues `event` for its recipients: each loop's share as a whole, no session touched here.
-    private mutating func add(_ event: StatusEvent, to recipients: Recipients) {
+    mutating func add(_ event: StatusEvent, to recipients: Recipients) {
         for share in recipients.shares {
             loops[ObjectIdentifier(share.loop), default: (share.loop, [])].items.append((event, share.sessions))
         }

@@ -17,6 +17,26 @@ enum Entitlement {
         var blocked: Bool
     }
 
+    /// The users a session of `userId` hears about through `relations` or as its own, and `others` (users it may hear
+    /// about through its presence scope), each once, as ``FanoutIndex/watched(by:including:)`` lists them from the
+    /// index: here from relationships read from Redis (a resume, which must not miss one made just before it).
+    static func facts(of userId: String, relations: Relations, including others: [String] = []) -> [Facts] {
+        var facts = [Facts(userId: userId, isSelf: true, subscribes: false, isFriend: false, blocked: false)]
+        var listed: Set<String> = [userId]
+        for other in relations.subscriptions.sorted() + relations.friends.sorted() + others where listed.insert(other).inserted {
+            facts.append(
+                Facts(
+                    userId: other,
+                    isSelf: false,
+                    subscribes: relations.subscriptions.contains(other),
+                    isFriend: relations.friends.contains(other),
+                    blocked: relations.blocked.contains(other)
+                )
+            )
+        }
+        return facts
+    }
+
     /// Whether a session with presence `scope` hears about the user of `facts` (whose profile role is `role`) under
     /// `config`.
     static func hears(_ facts: Facts, role: String?, scope: PresenceScope, config: AppConfig) -> Bool {

@@ -463,6 +463,40 @@ final class FanoutIndex: Sendable {
         }
         state.users[key]?.subscriptions = relations.subscriptions
         state.users[key]?.friends = relations.friends
-        state.users[key]?.blocked = relations.blocked
+        state.users[key]?.blocked = relations.blocked.union(old.pinnedMasks)
+    }
+
+    /// Applies a block heard on the bus (``BlockMask``) to the viewer's local user, if it has sessions here; returns the
+    /// viewer's sessions that are to be shown the mask at once, with its version (none without the app's `config`).
+    func applyMask(appId: String, target: String, viewer: String, frozen: Int64?, config: AppConfig?) -> (Recipients, Int64)? {
+        state.withLock { state in
+            let key = AppUser(appId: appId, userId: viewer)
+            guard var user = state.users[key] else { return nil }
+            let outcome = BlockMask.apply(target: target, frozen: frozen, to: &user)
+            state.users[key] = user
+            if outcome.changed { state.forgetAudiences() }
+            guard let version = outcome.showAt, let config else { return nil }
+            var recipients = Recipients()
+            for session in user.sessions.values where BlockMask.hears(target, user: user, scope: session.scope, config: config) {
+                recipients.append(session)
+            }
+            return recipients.isEmpty ? nil : (recipients, version)
+        }
+    }
+
+    /// Drops the masks heard on the bus: of `target` only (a deleted user), or all (a gap: every relationship is read
+    /// again, and what Redis holds decides).
+    func unpinMasks(appId: String? = nil, target: String? = nil) {
+        state.withLock { state in
+            for key in Array(state.users.keys) where appId == nil || key.appId == appId {
+                guard let pinned = state.users[key]?.pinnedMasks, !pinned.isEmpty else { continue }
+                if let target {
+                    guard pinned.contains(target) else { continue }
+                    state.users[key]?.pinnedMasks.remove(target)
+                } else {
+                    state.users[key]?.pinnedMasks = []
+                }
+            }
+        }
     }
 }

@@ -276,7 +276,14 @@ final class FanoutService: Service, Sendable {
             for session in index.sessions(of: AppUser(appId: appId, userId: userId)) where connections.contains(session.connectionId) {
                 session.kick(reason: reason)
             }
+        case .masked(let appId, let target, let viewer, let frozen):
+            // In order with the target's changes on the same channels: nothing of theirs after this reaches the viewer.
+            let config = try? await self.apps.find(appId)?.config
+            if let shown = index.applyMask(appId: appId, target: target, viewer: viewer, frozen: frozen, config: config) {
+                deliveries.add(StatusEvent(BlockMask.shown(target, to: viewer, frozen: shown.1)), to: shown.0)
+            }
         case .deleted(let appId, let userId):
+            if let userId { index.unpinMasks(appId: appId, target: userId) }
             let sessions = userId.map { index.sessions(of: AppUser(appId: appId, userId: $0)) } ?? index.sessions(ofApp: appId)
             for session in sessions { session.kick(reason: "deleted") }
             index.forgetDelivered(appId: appId, userId: userId)
@@ -298,6 +305,7 @@ final class FanoutService: Service, Sendable {
     /// whose version moved. Returns false if Redis could not be read (to be retried).
     private func resynchronise() async -> Bool {
         let users = index.allLocalUsers()
+        index.unpinMasks()
         await withTaskGroup(of: Void.self) { group in
             for (position, user) in users.enumerated() {
                 if position >= 32 { await group.next() }

@@ -8,6 +8,9 @@ struct LocalUser: Sendable {
     var friends: Set<String> = []
     /// Users on either side of a block with this user.
     var blocked: Set<String> = []
+    /// Users whose block with this user was heard on the bus (``BlockMask``): kept in ``blocked`` whatever a reload
+    /// reads, until the end of the mask is heard or a gap has every relationship read again.
+    var pinnedMasks: Set<String> = []
     /// The sequence number of the relationship load applied last: an older load finishing later is ignored.
     var relationsSequence: UInt64 = 0
 }

@@ -177,6 +177,12 @@ struct PresenceOperations: Sendable {
         return PresenceView.own.status(of: update.write.reply.record, appDefault: app.config.lastSeenPrivacy)
     }
 
+    /// The resume point a lost socket leaves (SPEC §7), when it has a connection and a moment of loss.
+    private func resumePoint(connection: String?, lostAt: Int64?, delivered: [UInt64: Int64], audience: ResumePoint.Audience?) -> ResumePoint? {
+        guard let connection, let lostAt else { return nil }
+        return ResumePoint(connection: connection, lostAt: lostAt, delivered: delivered, audience: audience)
+    }
+
     /// Removes devices (every device when `deviceIds` is empty) and tells the nodes holding them to close them.
     /// A WebSocket device that lost its socket passes when (`lostAt`), and the versions it was sent since
     /// (`delivered`): it may resume from then (SPEC §7), for `heartbeatTimeoutSeconds`, with a reconnect presenting the
@@ -191,7 +197,8 @@ struct PresenceOperations: Sendable {
         connection: String? = nil,
         staleBefore: Int64? = nil,
         lostAt: Int64? = nil,
-        delivered: [UInt64: Int64] = [:]
+        delivered: [UInt64: Int64] = [:],
+        audience: ResumePoint.Audience? = nil
     ) async throws -> (removed: [String], status: UserStatus) {
         let result = try await statuses.remove(
             appId: app.appId,
@@ -201,7 +208,7 @@ struct PresenceOperations: Sendable {
             retentionSeconds: app.config.subscriptionRetentionSeconds,
             connectionId: connection,
             staleBefore: staleBefore,
-            resumePoint: connection.flatMap { connection in lostAt.map { ResumePoint(connection: connection, lostAt: $0, delivered: delivered) } },
+            resumePoint: resumePoint(connection: connection, lostAt: lostAt, delivered: delivered, audience: audience),
             resumeTTLms: Int64(app.config.heartbeatTimeoutSeconds) * 1000,
             graceSeconds: app.config.offlineGraceSeconds
         )

@@ -99,15 +99,15 @@ struct StatusOperations: Sendable {
                 app: app,
                 userId: userId,
                 asked: ids,
-                then: pipelined ? StatusRepository.statusReads(appId: app.appId, userIds: ids) : []
+                then: pipelined ? StatusRepository.statusReads(appId: app.appId, userIds: ids, viewer: userId) : []
             )
             if pipelined {
                 found = try await statuses.completed(
-                    StatusRepository.stored(userIds: ids, friends: admission.friends, from: replies[...]),
+                    StatusRepository.stored(userIds: ids, friends: admission.friends, viewer: userId, from: replies[...]),
                     appId: app.appId
                 )
             } else {
-                found = try await statuses.stored(appId: app.appId, userIds: ids, friends: admission.friends)
+                found = try await statuses.stored(appId: app.appId, userIds: ids, friends: admission.friends, viewer: userId)
             }
             blocked = admission.blocked
             blockVersions = admission.blockVersions
@@ -158,11 +158,11 @@ struct StatusOperations: Sendable {
             try runner.command(SubscribeTarget.self, keys: .init(target: keys.user(target)), arguments: .init(subscriber: userId))
         }
         let replies = try await runner.pipeline(
-            marks + StatusRepository.statusReads(appId: app.appId, userIds: others),
+            marks + StatusRepository.statusReads(appId: app.appId, userIds: others, viewer: userId),
             loading: [SubscribeTarget.self]
         )
         let found = try await statuses.completed(
-            StatusRepository.stored(userIds: others, friends: admission.friends, from: replies.dropFirst(others.count)),
+            StatusRepository.stored(userIds: others, friends: admission.friends, viewer: userId, from: replies.dropFirst(others.count)),
             appId: app.appId
         )
         var result = SubscribeResult(subscribed: [], evicted: [], failures: [], statuses: [])
@@ -216,7 +216,8 @@ struct StatusOperations: Sendable {
             stored.status.userId,
             seenBy: viewer,
             blocked: BlockedUsers(blocked, publicVersionsAtBlock: blockVersions),
-            isFriend: stored.viewerIsFriend ?? false
+            isFriend: stored.viewerIsFriend ?? false,
+            frozen: stored.frozenForViewer
         )
         return stored.viewed(as: view, appDefault: config.lastSeenPrivacy)
     }

@@ -1,3 +1,5 @@
+import StatusCore
+
 /// SPEC §7 resume: the moment from which a reconnecting device is brought up to date, and the rules that find it.
 ///
 /// The welcome's `resume` token is the session's connection id (random, opaque to the device). When the session loses
@@ -14,6 +16,40 @@ struct ResumePoint: Sendable, Equatable {
     /// Versions the socket was sent from ``lostAt`` on, before it closed under the node (``RecentDeliveries``), by
     /// ``userKey(_:)``: a status still at that version did not move while the device was away, and is not sent again.
     var delivered: [UInt64: Int64] = [:]
+    /// Whom the lost session heard about when it lost its socket (nil: not recorded, a point stored by an earlier
+    /// version or taken from a replaced connection): a user the device hears about now and did not then is news
+    /// whatever their version did, since the device never had their state (SPEC §7: it started hearing about them
+    /// through a subscription, a friendship, a block lifted or a wider presence scope while it was away).
+    var audience: Audience? = nil
+
+    /// Whom a session heard about, as a resume point keeps it: for an `all` scope, everyone but the users on either
+    /// side of a block (`keys` are those); otherwise the users in `keys`, its own user among them. Users are kept by
+    /// ``ResumePoint/userKey(_:)``.
+    struct Audience: Sendable, Equatable {
+        var appWide: Bool
+        var keys: Set<UInt64>
+
+        /// Whether the session heard about `userId`.
+        func heard(_ userId: String) -> Bool {
+            let listed = keys.contains(ResumePoint.userKey(userId))
+            return appWide ? !listed : listed
+        }
+
+        /// The audience of a session of `userId` with `scope` under `config`: the users of its relationships and itself
+        /// (`facts`, ``FanoutIndex/watched(by:including:)``) that it hears about (SPEC §6), or, for an `all` scope,
+        /// everyone but `blocked`. A `roles:` scope keeps its relationships only: a user it heard through a role is
+        /// taken as new on a resume, and resent (harmless, SPEC §2).
+        static func of(userId: String, scope: PresenceScope, facts: [Entitlement.Facts], blocked: Set<String>, config: AppConfig) -> Audience {
+            if case .all = scope, config.allowsStatusQuery {
+                return Audience(appWide: true, keys: Set(blocked.filter { $0 != userId }.map(ResumePoint.userKey)))
+            }
+            var keys: Set<UInt64> = [ResumePoint.userKey(userId)]
+            for fact in facts where fact.isSelf || Entitlement.hears(fact, role: nil, scope: scope, config: config) {
+                keys.insert(ResumePoint.userKey(fact.userId))
+            }
+            return Audience(appWide: false, keys: keys)
+        }
+    }
 
     /// Subtracted from every moment a node measures, so that a node clock slightly ahead of Redis's (which stamps
     /// version changes) never makes a change look older than the loss. Resending a status the device had is harmless
@@ -24,16 +60,23 @@ struct ResumePoint: Sendable, Equatable {
     static let maxTokenLength = 64
 
     /// The stored form, `"<connection> <lostAt>"` and one `#<key>:<version>` per delivered version, the key in hex
-    /// (`#` is in no userId, SPEC §1).
+    /// (`#` is in no userId, SPEC §1); then the audience, when recorded: `~a` (an `all` scope) or `~l` (a list), and
+    /// one `@<key>` per user of ``Audience/keys``.
     var stored: String {
         let versions = delivered.sorted { $0.key < $1.key }.map { "#\(String($0.key, radix: 16)):\($0.value)" }
-        return ([connection, String(lostAt)] + versions).joined(separator: " ")
+        var parts = [connection, String(lostAt)] + versions
+        if let audience {
+            parts.append(audience.appWide ? "~a" : "~l")
+            parts += audience.keys.sorted().map { "@" + String($0, radix: 16) }
+        }
+        return parts.joined(separator: " ")
     }
 
-    init(connection: String, lostAt: Int64, delivered: [UInt64: Int64] = [:]) {
+    init(connection: String, lostAt: Int64, delivered: [UInt64: Int64] = [:], audience: Audience? = nil) {
         self.connection = connection
         self.lostAt = lostAt
         self.delivered = delivered
+        self.audience = audience
     }
 
     /// Parses the stored form; nil when it is not one. A point stored by an earlier version names users by their
@@ -44,6 +87,15 @@ struct ResumePoint: Sendable, Equatable {
         self.connection = String(parts[0])
         self.lostAt = lostAt
         for part in parts.dropFirst(2) {
+            if part == "~a" || part == "~l" {
+                audience = Audience(appWide: part == "~a", keys: [])
+                continue
+            }
+            if part.first == "@" {
+                guard audience != nil, let key = UInt64(part.dropFirst(), radix: 16) else { return nil }
+                audience?.keys.insert(key)
+                continue
+            }
             guard let colon = part.lastIndex(of: ":"), let version = Int64(part[part.index(after: colon)...]) else { return nil }
             let user = part[..<colon]
             if user.first == "#" {
@@ -88,9 +140,11 @@ struct ResumePoint: Sendable, Equatable {
     }
 
     /// Whether a status at `version`, whose version last moved at `versionTime`, is news to the resuming device: it
-    /// moved since ``lostAt`` and is not the version the socket was sent before it closed.
+    /// moved since ``lostAt``, or the lost session did not hear about the user (``audience``), and it is not the version
+    /// the socket was sent before it closed.
     func isNews(userId: String, version: Int64, versionTime: Int64?) -> Bool {
-        Self.moved(versionTime: versionTime, since: lostAt) && delivered[Self.userKey(userId)] != version
+        let new = audience.map { !$0.heard(userId) } ?? false
+        return (new || Self.moved(versionTime: versionTime, since: lostAt)) && delivered[Self.userKey(userId)] != version
     }
 
     /// Whether a status whose version last moved at `versionTime` changed while the device was away (a status that

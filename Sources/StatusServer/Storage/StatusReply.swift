@@ -149,6 +149,9 @@ struct StoredStatus: Sendable {
     var publicVersionTime: Int64?
     /// Whether the viewer the read was made for is the user's friend (nil when read for no viewer).
     var viewerIsFriend: Bool?
+    /// The user's public version frozen for the viewer the read was made for, while a block between them lasts (SPEC
+    /// §10.5, `block_side.lua`); nil when there is none, or the read was made for no viewer.
+    var frozenForViewer: Int64? = nil
 
     /// The user's status as it is (the own view).
     var status: UserStatus { record.status }

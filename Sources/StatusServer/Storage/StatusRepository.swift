@@ -46,10 +46,12 @@ struct StatusRepository: Sendable {
     /// Statuses of many users with their role, privacy and version time, in one round trip (two when some status hash
     /// has no read copy yet); `friends`, when given, says for each of `userIds` whether it is the viewer's friend.
     /// Users without a profile are left out.
-    func stored(appId: String, userIds: [String], friends: [Bool]? = nil) async throws -> [String: StoredStatus] {
+    /// `viewer`, when given, is whom the read is for: each status comes with its freeze for them, where a block between
+    /// them began (``StoredStatus/frozenForViewer``).
+    func stored(appId: String, userIds: [String], friends: [Bool]? = nil, viewer: String? = nil) async throws -> [String: StoredStatus] {
         guard !userIds.isEmpty else { return [:] }
-        let replies = try await redis.pipeline(Self.statusReads(appId: appId, userIds: userIds))
-        return try await completed(Self.stored(userIds: userIds, friends: friends, from: replies[...]), appId: appId)
+        let replies = try await redis.pipeline(Self.statusReads(appId: appId, userIds: userIds, viewer: viewer))
+        return try await completed(Self.stored(userIds: userIds, friends: friends, viewer: viewer, from: replies[...]), appId: appId)
     }
 
     /// Each user's current public version (SPEC §10.5: what others are shown; their `version` when they have none yet,
@@ -82,19 +84,27 @@ struct StatusRepository: Sendable {
 
     /// The commands that read the statuses of `userIds`: one `HMGET` of ``readFields`` per user, each touching one
     /// user's keys only, so they can share a pipeline with other commands, or go to different shards. (Which of them
-    /// are a viewer's friends is asked on the viewer's keys, by `query_rate_limit.lua`.)
-    static func statusReads(appId: String, userIds: [String]) -> [[String]] {
+    /// are a viewer's friends is asked on the viewer's keys, by `query_rate_limit.lua`.) For a `viewer`, each `HMGET`
+    /// also reads the user's freeze for them (`bk:<viewer>`, `block_side.lua`) in the same step as the status, so
+    /// that a read never shows a public version above the one a block that began before it froze.
+    static func statusReads(appId: String, userIds: [String], viewer: String? = nil) -> [[String]] {
         let keys = RedisKeys(appId: appId)
         var commands: [[String]] = []
         commands.reserveCapacity(userIds.count)
+        var template = readCommandTemplate
+        if let viewer { template.append(freezeField(for: viewer)) }
         for userId in userIds {
             // One allocation per command: the template is copied whole and only its key is replaced.
-            var command = readCommandTemplate
+            var command = template
             command[1] = keys.user(userId).status
             commands.append(command)
         }
         return commands
     }
+
+    /// The field of a user's status hash that holds their public version frozen for `viewer` while a block between
+    /// them lasts (SPEC §10.5).
+    static func freezeField(for viewer: String) -> String { "bk:" + viewer }
 
     /// `HMGET <key> readFields...`, with the key left empty.
     private static let readCommandTemplate = ["HMGET", ""] + readFields
@@ -106,18 +116,26 @@ struct StatusRepository: Sendable {
         /// The users whose status hash has no read copy, with whether each is the viewer's friend: each does not
         /// exist, or was last written by an earlier version. ``completed(_:appId:)`` reads them.
         var withoutCopy: [(userId: String, viewerIsFriend: Bool?)]
+        /// Whom the reads were made for (their freezes were read too).
+        var viewer: String? = nil
     }
 
     /// Decodes the replies to ``statusReads(appId:userIds:)``; `friends` as for ``stored(appId:userIds:friends:)``.
-    static func stored(userIds: [String], friends: [Bool]? = nil, from replies: ArraySlice<RedisValue>) throws -> StatusReads {
+    static func stored(
+        userIds: [String],
+        friends: [Bool]? = nil,
+        viewer: String? = nil,
+        from replies: ArraySlice<RedisValue>
+    ) throws -> StatusReads {
         guard replies.count == userIds.count, friends.map({ $0.count == userIds.count }) ?? true else {
             throw StatusReplyError.malformed
         }
-        var reads = StatusReads(found: [:], withoutCopy: [])
+        var reads = StatusReads(found: [:], withoutCopy: [], viewer: viewer)
         reads.found.reserveCapacity(userIds.count)
         for (index, userId) in userIds.enumerated() {
             let isFriend = friends?[index]
-            if let stored = try decode(userId: userId, fields: replies[replies.startIndex + index], viewerIsFriend: isFriend) {
+            let fields = replies[replies.startIndex + index]
+            if let stored = try decode(userId: userId, fields: fields, viewerIsFriend: isFriend, withFreeze: viewer != nil) {
                 reads.found[userId] = stored
             } else {
                 reads.withoutCopy.append((userId, isFriend))
@@ -133,13 +151,14 @@ struct StatusRepository: Sendable {
         let keys = RedisKeys(appId: appId)
         let runner = self.runner
         let commands = try reads.withoutCopy.map { missing in
-            try runner.command(StatusReadCopy.self, keys: .init(user: keys.user(missing.userId)), arguments: .init())
+            try runner.command(StatusReadCopy.self, keys: .init(user: keys.user(missing.userId)), arguments: .init(viewer: reads.viewer))
         }
         let replies = try await runner.pipeline(commands, loading: [StatusReadCopy.self])
         var found = reads.found
         for (missing, reply) in zip(reads.withoutCopy, replies) {
             guard let fields = try ScriptRunner.decode(StatusReadCopy.self, reply).fields else { continue }
-            if let stored = try Self.decode(userId: missing.userId, fields: fields, viewerIsFriend: missing.viewerIsFriend) {
+            let friend = missing.viewerIsFriend
+            if let stored = try Self.decode(userId: missing.userId, fields: fields, viewerIsFriend: friend, withFreeze: reads.viewer != nil) {
                 found[missing.userId] = stored
             }
         }

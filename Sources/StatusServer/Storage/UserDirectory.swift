@@ -121,6 +121,7 @@ struct UserDirectory: Sendable {
         commands += blocks.map { ["SREM", keys.user($0).blockedBy, userId] }
         commands += blockedBy.map { ["SREM", keys.user($0).blocks, userId] }
         commands += (blocks + blockedBy).map { ["HDEL", keys.user($0).blockVersions, userId] }
+        commands += (blocks + blockedBy).map { ["HDEL", keys.user($0).status, "bk:" + userId] }
         commands += subscribers.map { ["ZREM", keys.user($0).subscriptions, userId] }
         commands += targets.map { ["ZREM", keys.user($0).subscribers, userId] }
         commands += targets.map { ["SREM", keys.user($0).legacySubscribers, userId] }
@@ -164,42 +165,49 @@ struct UserDirectory: Sendable {
         Self.sorted(try await requireExists(appId: appId, userId: userId, thenRead: ["SMEMBERS", RedisKeys(appId: appId).user(userId).friends]))
     }
 
-    /// Blocks users: first, for a pair not blocked yet either way, each side's public version as the other sees it from
-    /// now on (SPEC §10.5, ``UserKeys/blockVersions``), then the blocker's `blocks` set, then each target's `blockedby`.
+    /// Blocks users (SPEC §4, §10.5), one `block_side.lua` per side, each in that side's slot: the blocker's side first
+    /// (their half, the freeze of their public version for each target, the start of the mask on their channels), then
+    /// each target's. Each side's freeze is taken and announced in the same step as its half is written, so whatever a
+    /// side published before it is not above the version the other side is shown from then on, and a node stops
+    /// showing that side where it hears the announcement, in order with its changes (FanoutService).
     func addBlocks(appId: String, userId: String, targetIds: [String]) async throws {
-        guard !targetIds.isEmpty else { return }
-        let keys = RedisKeys(appId: appId)
-        let users = [userId] + targetIds
-        let read = try await redis.pipeline(users.map { ["HMGET", keys.user($0).status, "pv", "v"] })
-        var versions: [String] = []
-        for reply in read {
-            let fields = reply.array ?? []
-            let pv = fields.first?.string ?? (fields.count > 1 ? fields[1].string : nil)
-            versions.append(pv ?? "0")
-        }
-        var writes: [[String]] = []
-        for (index, target) in targetIds.enumerated() where target != userId {
-            writes.append(["HSETNX", keys.user(userId).blockVersions, target, versions[index + 1]])
-            writes.append(["HSETNX", keys.user(target).blockVersions, userId, versions[0]])
-        }
-        _ = try await redis.pipeline(writes)
-        _ = try await redis.send(["SADD", keys.user(userId).blocks] + targetIds)
-        _ = try await redis.pipeline(targetIds.map { ["SADD", keys.user($0).blockedBy, userId] })
+        try await sides(.block, appId: appId, userId: userId, targetIds: targetIds)
     }
 
-    /// Unblocks users; for a pair no longer blocked either way, the versions kept for the block go.
+    /// Unblocks users: the blocker's side first, then each target's; a side whose pair is no longer blocked either way
+    /// drops its freeze and announces the end of the mask.
     func removeBlocks(appId: String, userId: String, targetIds: [String]) async throws {
-        guard !targetIds.isEmpty else { return }
+        try await sides(.unblock, appId: appId, userId: userId, targetIds: targetIds)
+        // Versions kept on the other side's keys by earlier versions of the service, for a pair no longer blocked.
         let keys = RedisKeys(appId: appId)
-        _ = try await redis.send(["SREM", keys.user(userId).blocks] + targetIds)
-        _ = try await redis.pipeline(targetIds.map { ["SREM", keys.user($0).blockedBy, userId] })
         let still = try await redis.send(["SMISMEMBER", keys.user(userId).blockedBy] + targetIds).array ?? []
         var writes: [[String]] = []
         for (target, flag) in zip(targetIds, still) where flag.int != 1 {
             writes.append(["HDEL", keys.user(userId).blockVersions, target])
             writes.append(["HDEL", keys.user(target).blockVersions, userId])
         }
-        _ = try await redis.pipeline(writes)
+        if !writes.isEmpty { _ = try await redis.pipeline(writes) }
+    }
+
+    private func sides(_ mode: BlockSide.Mode, appId: String, userId: String, targetIds: [String]) async throws {
+        guard !targetIds.isEmpty else { return }
+        let keys = RedisKeys(appId: appId)
+        let runner = ScriptRunner(redis: redis, scripts: scripts)
+        func side(_ user: String, _ half: BlockSide.Half, _ other: String) throws -> [String] {
+            try runner.command(
+                BlockSide.self,
+                keys: .init(user: keys.user(user)),
+                arguments: .init(mode: mode, half: half, other: other, appId: appId, userId: user)
+            )
+        }
+        let own = try targetIds.map { try side(userId, .byMe, $0) }
+        try Self.requireAll(try await runner.pipeline(own, loading: [BlockSide.self]))
+        let theirs = try targetIds.map { try side($0, .me, userId) }
+        try Self.requireAll(try await runner.pipeline(theirs, loading: [BlockSide.self]))
+    }
+
+    private static func requireAll(_ replies: [RedisValue]) throws {
+        for reply in replies { _ = try ScriptRunner.decode(BlockSide.self, reply) }
     }
 
     /// Users the user blocked, and users who blocked the user, sorted.

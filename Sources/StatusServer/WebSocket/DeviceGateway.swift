@@ -295,7 +295,9 @@ final class DeviceGateway: Sendable {
         if ending == .tooSlow { Metrics.slowConsumers.increment() }
         let silence = session.silenceMs
         let lostAt = clock.nowMs - silence - ResumePoint.clockMargin
-        let queued = work.submit { await self.fileDeparture(session, because: ending, lostAt: lostAt, delivered: sent) }
+        // Whom the session heard about, read from the index now, while its user's relationships are still there.
+        let heard = (facts: index.watched(by: session), blocked: index.blocked(by: session))
+        let queued = work.submit { await self.fileDeparture(session, because: ending, lostAt: lostAt, delivered: sent, heard: heard) }
         if !queued {
             // Still on the node's device list: its reconciliation files the departure; the housekeeping drops the
             // bus channels nobody needs any more.
@@ -304,7 +306,13 @@ final class DeviceGateway: Sendable {
         }
     }
 
-    private func fileDeparture(_ session: DeviceSession, because ending: DeviceSession.Ending, lostAt: Int64, delivered: [UInt64: Int64]) async {
+    private func fileDeparture(
+        _ session: DeviceSession,
+        because ending: DeviceSession.Ending,
+        lostAt: Int64,
+        delivered: [UInt64: Int64],
+        heard: (facts: [Entitlement.Facts], blocked: Set<String>)
+    ) async {
         let departure: PresenceOperations.Departure?
         switch ending {
         case .removed: departure = nil
@@ -321,7 +329,14 @@ final class DeviceGateway: Sendable {
                     because: departure,
                     connection: session.connectionId,
                     lostAt: lostAt,
-                    delivered: delivered
+                    delivered: delivered,
+                    audience: ResumePoint.Audience.of(
+                        userId: session.userId,
+                        scope: session.scope,
+                        facts: heard.facts,
+                        blocked: heard.blocked,
+                        config: app.config
+                    )
                 )
             }
             if departure != nil {

@@ -12,6 +12,8 @@ struct SessionResume: Sendable {
     /// Sent instead when more moved than one resume reads from the log.
     let snapshot: SessionSnapshot
     let index: FanoutIndex
+    /// Reads the session's relationships as they are now (the index learns of a change through the bus, later).
+    let relations: RelationsLoader
     /// The most users a resume reads from the log (``ServerConfiguration/resumeLogReadLimit``).
     let logReadLimit: Int
     let logger: Logger
@@ -58,23 +60,48 @@ struct SessionResume: Sendable {
             case .subscriptions, .friends:
                 break
             }
-            let watched = index.watched(by: session, including: others)
-            let blocks = try await snapshot.blockedUsers(of: session, app: app)
+            // The relationships as they are now, read from Redis: one made by another device or the backend just
+            // before this connect may not have reached the index yet, and the device never had that user's state.
+            let relationships = try await relations.load(AppUser(appId: app.appId, userId: session.userId))
+            let watched = Entitlement.facts(of: session.userId, relations: relationships, including: others)
+            let blocks =
+                relationships.blocked.isEmpty
+                ? BlockedUsers.none
+                : BlockedUsers(
+                    relationships.blocked,
+                    publicVersionsAtBlock: try await statuses.blockVersions(appId: app.appId, viewer: session.userId)
+                )
             var missed: [UserStatus] = []
             for chunk in watched.chunks(of: FanoutService.resyncChunk) {
-                let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
+                let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId), viewer: session.userId)
                 for facts in chunk {
                     guard let stored = statuses[facts.userId],
                         Entitlement.hears(facts, role: stored.role, scope: session.scope, config: app.config)
                     else { continue }
                     // SPEC §10.5: the user's own view moves with their version; everyone else's with the public one.
-                    let view = PresenceView.of(facts.userId, seenBy: session.userId, blocked: blocks, isFriend: facts.isFriend)
+                    let view = PresenceView.of(
+                        facts.userId,
+                        seenBy: session.userId,
+                        blocked: blocks,
+                        isFriend: facts.isFriend,
+                        frozen: stored.frozenForViewer
+                    )
                     let news =
                         facts.isSelf
                         ? point.isNews(userId: facts.userId, version: stored.status.version, versionTime: stored.versionTime)
                         : point.isNews(userId: facts.userId, version: stored.record.publicVersion, versionTime: stored.publicTime)
                     guard news else { continue }
                     missed.append(stored.viewed(as: view, appDefault: app.config.lastSeenPrivacy))
+                }
+            }
+            if session.scope.isAppWide, app.config.allowsStatusQuery, let audience = point.audience, !audience.appWide {
+                // The lost session did not hear about everyone, this one does: whom it now sees and the lost one did not
+                // hear about is new to it. Of what a snapshot of its scope lists (its relationships, the users of its
+                // scope it sees online), those are added, but for the users on either side of a block.
+                let listed = Set(missed.map(\.userId))
+                let everyone = try await snapshot.read(session: session, app: app).statuses
+                missed += everyone.filter {
+                    !listed.contains($0.userId) && !relationships.blocked.contains($0.userId) && !audience.heard($0.userId)
                 }
             }
             guard !missed.isEmpty else { return nil }

@@ -38,7 +38,7 @@ struct SessionSnapshot: Sendable {
         let blocks = try await blockedUsers(of: session, app: app)
         let blocked = blocks.users
         for chunk in candidates(of: session, blocked: blocked).chunks(of: FanoutService.resyncChunk) {
-            let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId))
+            let statuses = try await statuses.stored(appId: app.appId, userIds: chunk.map(\.userId), viewer: session.userId)
             for facts in chunk {
                 // Whom the session would hear about were there no block: a blocked one is shown in the mask.
                 var unblocked = facts
@@ -46,7 +46,13 @@ struct SessionSnapshot: Sendable {
                 guard let stored = statuses[facts.userId], Entitlement.hears(unblocked, role: stored.role, scope: session.scope, config: config)
                 else { continue }
                 listed.insert(facts.userId)
-                let view = PresenceView.of(facts.userId, seenBy: session.userId, blocked: blocks, isFriend: facts.isFriend)
+                let view = PresenceView.of(
+                    facts.userId,
+                    seenBy: session.userId,
+                    blocked: blocks,
+                    isFriend: facts.isFriend,
+                    frozen: stored.frozenForViewer
+                )
                 shown.append(stored.viewed(as: view, appDefault: config.lastSeenPrivacy))
             }
         }
@@ -103,11 +109,17 @@ struct SessionSnapshot: Sendable {
             examined += ids.count
             after = ids.last
             let fresh = ids.filter { !listed.contains($0) && !blocked.users.contains($0) }
-            let statuses = try await statuses.stored(appId: app.appId, userIds: fresh)
+            let statuses = try await statuses.stored(appId: app.appId, userIds: fresh, viewer: session.userId)
             for userId in fresh {
                 // Online as the device sees them: an invisible user is not (the public view, SPEC §10.5).
                 guard let stored = statuses[userId] else { continue }
-                let view = PresenceView.of(userId, seenBy: session.userId, blocked: blocked, isFriend: stored.viewerIsFriend ?? false)
+                let view = PresenceView.of(
+                    userId,
+                    seenBy: session.userId,
+                    blocked: blocked,
+                    isFriend: stored.viewerIsFriend ?? false,
+                    frozen: stored.frozenForViewer
+                )
                 let seen = stored.viewed(as: view, appDefault: app.config.lastSeenPrivacy)
                 guard seen.statusType == .online else { continue }
                 let facts = Entitlement.Facts(userId: userId, isSelf: false, subscribes: false, isFriend: false, blocked: false)

@@ -62,6 +62,19 @@ import Testing
         expectMalformed("status_read_copy.lua") { _ = try StatusReadCopy.Reply(Canned.array([.null])) }
         expectMalformed("status_read_copy.lua") { _ = try StatusReadCopy.Reply(Canned.int(0)) }
         #expect(StatusReadCopy.Arguments().strings == StatusRepository.readFields)
+        // A read for a viewer asks for their freeze too, and the reply has one more value.
+        #expect(StatusReadCopy.Arguments(viewer: "bob").strings == StatusRepository.readFields + ["bk:bob"])
+        let withFreeze = Canned.array(Array(repeating: .null, count: StatusRepository.readFields.count + 1))
+        #expect(try StatusReadCopy.Reply(withFreeze).fields == withFreeze)
+    }
+
+    @Test func blockSide() throws {
+        let user = RedisKeys(appId: "app").user("alice")
+        #expect(BlockSide.Keys(user: user).strings == [user.status, user.blocks, user.blockedBy])
+        let arguments = BlockSide.Arguments(mode: .block, half: .me, other: "bob", appId: "app", userId: "alice")
+        #expect(arguments.strings == ["block", "me", "bob", "app", "alice"] + BusChannels.statusArguments("app", "alice"))
+        #expect(try BlockSide.Reply(Canned.int(12)).value == 12)
+        #expect(throws: StatusReplyError.self) { try BlockSide.Reply(Canned.text("x")) }
     }
 
     @Test func profilePut() throws {

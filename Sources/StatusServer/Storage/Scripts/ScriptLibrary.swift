@@ -37,6 +37,7 @@ struct ScriptLibrary: Sendable {
     let dueAppMark: RedisScript
     let dueAppsTake: RedisScript
     let dueAppSettle: RedisScript
+    let blockSide: RedisScript
 
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
@@ -46,6 +47,7 @@ struct ScriptLibrary: Sendable {
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
             statusReadCopy, userActivity, webhookEnqueue, webhookTake, webhookSettle, webhookRetry, webhookIndexAdd,
             webhookIndexRemove, customStatusExpire, dueTake, dueDone, graceEnd, dueAppMark, dueAppsTake, dueAppSettle,
+            blockSide,
         ]
     }
 
@@ -87,7 +89,8 @@ struct ScriptLibrary: Sendable {
             graceEnd: try script("grace_end"),
             dueAppMark: try script("due_app_mark"),
             dueAppsTake: try script("due_apps_take"),
-            dueAppSettle: try script("due_app_settle")
+            dueAppSettle: try script("due_app_settle"),
+            blockSide: try script("block_side")
         )
     }
 

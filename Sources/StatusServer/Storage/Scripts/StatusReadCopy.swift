@@ -8,9 +8,11 @@ enum StatusReadCopy: StatusScript {
 
     typealias Keys = UserStatusKeys
 
-    /// ARGV: the fields to return, ``StatusRepository/readFields``.
+    /// ARGV: the fields to return, ``StatusRepository/readFields``, then the freeze for `viewer` when the read is
+    /// made for one.
     struct Arguments: ScriptInput {
-        var strings: [String] { StatusRepository.readFields }
+        var viewer: String? = nil
+        var strings: [String] { StatusRepository.readFields + (viewer.map { [StatusRepository.freezeField(for: $0)] } ?? []) }
     }
 
     /// The values of `HMGET status readFields...`, read as a status read is (``StatusRepository/decode(userId:fields:viewerIsFriend:)``),
@@ -24,7 +26,8 @@ enum StatusReadCopy: StatusScript {
                 fields = nil
                 return
             }
-            guard let values = value.array, values.count == StatusRepository.readFields.count else {
+            let count = StatusRepository.readFields.count
+            guard let values = value.array, values.count == count || values.count == count + 1 else {
                 throw StatusReplyError(
                     script: "status_read_copy.lua",
                     problem: "expected nil or \(StatusRepository.readFields.count) values, got \(value.kind)"
@@ -44,9 +47,10 @@ extension StatusRepository {
     static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp", "av", "pv", "ht", "hl", "ce", "pt", "ai"]
 
     /// Decodes one `HMGET` of ``readFields``; nil when the hash has no read copy (`pc`).
-    static func decode(userId: String, fields reply: RedisValue, viewerIsFriend: Bool?) throws -> StoredStatus? {
+    /// With `withFreeze`, the reply has one more value, the user's freeze for the viewer (``statusReads(appId:userIds:viewer:)``).
+    static func decode(userId: String, fields reply: RedisValue, viewerIsFriend: Bool?, withFreeze: Bool = false) throws -> StoredStatus? {
         if reply.isNull { return nil }
-        guard let fields = reply.array, fields.count == readFields.count else { throw StatusReplyError.malformed }
+        guard let fields = reply.array, fields.count == readFields.count + (withFreeze ? 1 : 0) else { throw StatusReplyError.malformed }
         guard !fields[5].isNull else { return nil }
         func text(_ index: Int) -> String? { fields[index].string.flatMap { $0.isEmpty ? nil : $0 } }
         let record = StatusFields(
@@ -67,7 +71,8 @@ extension StatusRepository {
             role: text(6),
             versionTime: fields[4].int,
             publicVersionTime: fields[14].int,
-            viewerIsFriend: viewerIsFriend
+            viewerIsFriend: viewerIsFriend,
+            frozenForViewer: withFreeze ? fields[readFields.count].int : nil
         )
     }
 
