@@ -21,16 +21,27 @@ enum Entitlement {
     /// about through its presence scope), each once, as ``FanoutIndex/watched(by:including:)`` lists them from the
     /// index: here from relationships read from Redis (a resume, which must not miss one made just before it).
     static func facts(of userId: String, relations: Relations, including others: [String] = []) -> [Facts] {
+        facts(of: userId, subscriptions: relations.subscriptions, friends: relations.friends, blocked: relations.blocked, including: others)
+    }
+
+    /// The same from the three sets, wherever they were read (``FanoutIndex/watched(by:including:)`` reads the index's).
+    static func facts(
+        of userId: String,
+        subscriptions: Set<String>,
+        friends: Set<String>,
+        blocked: Set<String>,
+        including others: [String] = []
+    ) -> [Facts] {
         var facts = [Facts(userId: userId, isSelf: true, subscribes: false, isFriend: false, blocked: false)]
         var listed: Set<String> = [userId]
-        for other in relations.subscriptions.sorted() + relations.friends.sorted() + others where listed.insert(other).inserted {
+        for other in subscriptions.sorted() + friends.sorted() + others where listed.insert(other).inserted {
             facts.append(
                 Facts(
                     userId: other,
                     isSelf: false,
-                    subscribes: relations.subscriptions.contains(other),
-                    isFriend: relations.friends.contains(other),
-                    blocked: relations.blocked.contains(other)
+                    subscribes: subscriptions.contains(other),
+                    isFriend: friends.contains(other),
+                    blocked: blocked.contains(other)
                 )
             )
         }

@@ -419,20 +419,13 @@ final class FanoutIndex: Sendable {
     func watched(by session: DeviceSession, including others: [String] = []) -> [Entitlement.Facts] {
         state.withLock { state in
             guard let user = state.users[AppUser(appId: session.appId, userId: session.userId)] else { return [] }
-            var facts = [Entitlement.Facts(userId: session.userId, isSelf: true, subscribes: false, isFriend: false, blocked: false)]
-            var listed: Set<String> = [session.userId]
-            for userId in Array(user.subscriptions) + Array(user.friends) + others where listed.insert(userId).inserted {
-                facts.append(
-                    Entitlement.Facts(
-                        userId: userId,
-                        isSelf: false,
-                        subscribes: user.subscriptions.contains(userId),
-                        isFriend: user.friends.contains(userId),
-                        blocked: user.blocked.contains(userId)
-                    )
-                )
-            }
-            return facts
+            return Entitlement.facts(
+                of: session.userId,
+                subscriptions: user.subscriptions,
+                friends: user.friends,
+                blocked: user.blocked,
+                including: others
+            )
         }
     }
 
