@@ -112,13 +112,13 @@ final class DeviceConnector: Sendable {
                 }
             }
             .connect(to: endpoint.address)
-            .whenFailure { _ in
+            .whenFailure { error in
                 // The socket never opened, so its handler saw no channelInactive.
                 loopStats.recordConnectFailure()
                 if first { registry.endFirstAttempt() }
                 registry.endAttempt()
                 if let lostAt {
-                    loopStats.recordReconnectAttemptFailed()
+                    loopStats.recordReconnectAttemptFailed(error)
                     self.failOver(device: device, from: node, lostAt: lostAt, attempt: attempt + 1, on: loop)
                 }
             }
@@ -147,7 +147,7 @@ final class DeviceConnector: Sendable {
                 return
             }
             if !welcomed, let lostAt {
-                stats.recordReconnectAttemptFailed()
+                stats.recordReconnectAttemptFailed(nil)
                 failOver(device: device, from: node, lostAt: lostAt, attempt: attempt + 1, on: loop)
                 return
             }

@@ -86,6 +86,13 @@ struct LoadReport: Codable, Sendable {
         /// Reconnects that reached their welcome, and attempts that did not (refused, not upgraded, or closed).
         var reconnects: Int
         var reconnectAttemptsFailed: Int
+        /// The failed attempts by cause: the TCP connect timed out, was refused, found no local address (no ephemeral
+        /// port left), failed otherwise; the connection closed before its welcome.
+        var attemptsTimedOut: Int
+        var attemptsRefused: Int
+        var attemptsNoAddress: Int
+        var attemptsOtherError: Int
+        var attemptsClosedBeforeWelcome: Int
         /// Upgrades answered 429 (`connectRateLimit`), and with any other status than 101.
         var refused429: Int
         var refusedOther: Int
@@ -229,7 +236,8 @@ struct LoadReport: Codable, Sendable {
                 String(
                     format:
                         "failover: closed 1012 %d, 1013 %d, without close frame %d; %d reconnects (p50 %.1f ms, p99 %.1f ms, max %.1f ms), "
-                        + "%d attempts failed, %d refused 429, %d refused otherwise",
+                        + "%d attempts failed (%d timed out, %d refused, %d without a local address, %d other errors, "
+                        + "%d closed before the welcome), %d refused 429, %d refused otherwise",
                     failover.closed1012,
                     failover.closed1013,
                     failover.closedWithoutFrame,
@@ -238,6 +246,11 @@ struct LoadReport: Codable, Sendable {
                     failover.reconnectTimeMs.p99,
                     failover.reconnectTimeMs.max,
                     failover.reconnectAttemptsFailed,
+                    failover.attemptsTimedOut,
+                    failover.attemptsRefused,
+                    failover.attemptsNoAddress,
+                    failover.attemptsOtherError,
+                    failover.attemptsClosedBeforeWelcome,
                     failover.refused429,
                     failover.refusedOther
                 )

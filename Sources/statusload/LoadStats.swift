@@ -26,6 +26,8 @@ final class LoadStats: Sendable {
         var closedWithoutFrame = 0
         var reconnects = 0
         var reconnectAttemptsFailed = 0
+        /// Failed attempts by cause: timed out, refused, no local address, other error, closed before the welcome.
+        var attemptsFailedBy = [0, 0, 0, 0, 0]
         var refused429 = 0
         var refusedOther = 0
         var flaps = 0
@@ -86,6 +88,11 @@ final class LoadStats: Sendable {
             merged.closedWithoutFrame += counters.closedWithoutFrame
             merged.reconnects += counters.reconnects
             merged.reconnectAttemptsFailed += counters.reconnectAttemptsFailed
+            let causes = [
+                counters.attemptsTimedOut, counters.attemptsRefused, counters.attemptsNoAddress, counters.attemptsOtherError,
+                counters.attemptsClosedBeforeWelcome,
+            ]
+            for (index, count) in causes.enumerated() { merged.attemptsFailedBy[index] += count }
             merged.refused429 += counters.refused429
             merged.refusedOther += counters.refusedOther
             merged.flaps += counters.flaps

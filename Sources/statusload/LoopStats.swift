@@ -1,6 +1,10 @@
 import Histogram
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The receiving side's counters for the devices of one event loop. Only that loop touches them (devices are pinned to
 /// a loop), so counting a delivery takes no lock; ``LoadStats`` reads them by running on the loop and merges them.
 final class LoopStats: @unchecked Sendable {
@@ -22,6 +26,13 @@ final class LoopStats: @unchecked Sendable {
         var closedWithoutFrame = 0
         var reconnects = 0
         var reconnectAttemptsFailed = 0
+        /// Why failover attempts failed: the TCP connect timed out (10 s), was refused, found no local address (no
+        /// ephemeral port left) or failed otherwise, or the connection opened and closed before its welcome.
+        var attemptsTimedOut = 0
+        var attemptsRefused = 0
+        var attemptsNoAddress = 0
+        var attemptsOtherError = 0
+        var attemptsClosedBeforeWelcome = 0
         var refused429 = 0
         var refusedOther = 0
         /// Watchers (`--failover` with subscriptions): offline→online pairs shown while measuring, `offline` shown
@@ -97,7 +108,23 @@ final class LoopStats: @unchecked Sendable {
         reconnectMillis.append(Float(Double(nanos) / 1e6))
     }
 
-    func recordReconnectAttemptFailed() { counters.reconnectAttemptsFailed += 1 }
+    /// A failover attempt failed: its connect with `error`, or (nil) it closed before its welcome.
+    func recordReconnectAttemptFailed(_ error: (any Error)?) {
+        counters.reconnectAttemptsFailed += 1
+        guard let error else {
+            counters.attemptsClosedBeforeWelcome += 1
+            return
+        }
+        if let error = error as? ChannelError, case .connectTimeout = error {
+            counters.attemptsTimedOut += 1
+        } else if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
+            counters.attemptsRefused += 1
+        } else if let error = error as? IOError, error.errnoCode == EADDRNOTAVAIL {
+            counters.attemptsNoAddress += 1
+        } else {
+            counters.attemptsOtherError += 1
+        }
+    }
 
     /// An upgrade answered with `status` instead of 101.
     func recordRefusal(status: Int) {
