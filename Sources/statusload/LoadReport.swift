@@ -110,6 +110,10 @@ struct LoadReport: Codable, Sendable {
         var pairsChecked: Int?
         var pairsBehind: Int?
         var pairsShownOffline: Int?
+        /// Pairs left out of the comparison: the watcher was never shown the user at all, not even by its first
+        /// connect's snapshot, so it never held the subscription (a sliced run's processes provision their users
+        /// concurrently: one may subscribe to a user another has not created yet).
+        var pairsNeverShown: Int?
     }
 
     /// The statusd processes' resident memory.
@@ -265,7 +269,7 @@ struct LoadReport: Codable, Sendable {
                 )
                     + (failover.pairsChecked.map {
                         "; at the end \(failover.pairsBehind ?? 0) of \($0) watched pairs behind the server, "
-                            + "\(failover.pairsShownOffline ?? 0) shown offline"
+                            + "\(failover.pairsShownOffline ?? 0) shown offline, \(failover.pairsNeverShown ?? 0) never shown (not compared)"
                     } ?? "")
             )
         }

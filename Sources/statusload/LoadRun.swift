@@ -275,7 +275,7 @@ struct LoadRun: Sendable {
         client: SetupClient
     ) async -> LoadReport.Failover {
         await stats.endMeasuring()
-        var pairs: (checked: Int, behind: Int, offline: Int)?
+        var pairs: (checked: Int, behind: Int, offline: Int, neverShown: Int)?
         var watched = Set<Int32>()
         for device in plan.localDevices { watched.formUnion(watches[device]?.targets ?? []) }
         if !watched.isEmpty && !plan.rates.isEmpty {
@@ -299,7 +299,8 @@ struct LoadRun: Sendable {
             }
             if complete {
                 let truth = truth
-                let counts = await stats.onEachLoop { loop -> (Int, Int, Int) in
+                let counts = await stats.onEachLoop { loop -> (Int, Int, Int, Int) in
+                    var unsubscribed = 0
                     var checked = 0
                     var behind = 0
                     var offline = 0
@@ -308,6 +309,12 @@ struct LoadRun: Sendable {
                         guard let watch = watches[device] else { continue }
                         offline += watch.shownOffline
                         for (index, target) in watch.targets.enumerated() {
+                            // Never shown at all (not even by the first connect's snapshot): the subscription was
+                            // never made (a process of a sliced run subscribed before another created the user).
+                            guard watch.versions[index] >= 0 else {
+                                unsubscribed += 1
+                                continue
+                            }
                             checked += 1
                             if watch.versions[index] < truth[Int(target)] {
                                 behind += 1
@@ -321,10 +328,10 @@ struct LoadRun: Sendable {
                             }
                         }
                     }
-                    return (checked, behind, offline)
+                    return (checked, behind, offline, unsubscribed)
                 }
-                let sums = counts.reduce((0, 0, 0)) { ($0.0 + $1.0, $0.1 + $1.1, $0.2 + $1.2) }
-                pairs = (checked: sums.0, behind: sums.1, offline: sums.2)
+                let sums = counts.reduce((0, 0, 0, 0)) { ($0.0 + $1.0, $0.1 + $1.1, $0.2 + $1.2, $0.3 + $1.3) }
+                pairs = (checked: sums.0, behind: sums.1, offline: sums.2, neverShown: sums.3)
             }
             // Other processes of the run compare at about the same time: none closes its devices (a change that
             // their watchers would still be receiving) before they all have.
@@ -357,7 +364,8 @@ struct LoadRun: Sendable {
             staleMaxMs: Double(end.staleMaxMicros / 1000),
             pairsChecked: pairs?.checked,
             pairsBehind: pairs?.behind,
-            pairsShownOffline: pairs?.offline
+            pairsShownOffline: pairs?.offline,
+            pairsNeverShown: pairs?.neverShown
         )
     }
 
