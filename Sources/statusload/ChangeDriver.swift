@@ -1,3 +1,4 @@
+import Foundation
 import StatusdClient
 
 /// Sends status changes at a target rate: each change is a `setSelfStatus` whose custom status is
@@ -15,8 +16,9 @@ struct ChangeDriver: Sendable {
         let app: StatusdApp
     }
 
-    /// Sends `rate` changes per second for `seconds`, paced against a monotonic clock (late ticks are sent at once).
-    func run(rate: Double, seconds: Double, seed: UInt64) async {
+    /// Sends `rate` changes per second for `seconds` (or until `stopFile` exists), paced against a monotonic clock
+    /// (late ticks are sent at once).
+    func run(rate: Double, seconds: Double, seed: UInt64, stopFile: String? = nil) async {
         guard rate > 0 else { return }
         var generator = SplitMix64(seed: seed)
         let total = Int(rate * seconds)
@@ -27,6 +29,7 @@ struct ChangeDriver: Sendable {
                 let deadline = start + .nanoseconds(Int64(Double(index) / rate * 1e9))
                 if deadline > .now { try? await Task.sleep(until: deadline, clock: .continuous) }
                 if Task.isCancelled { break }
+                if let stopFile, FileManager.default.fileExists(atPath: stopFile) { break }
                 guard let pick = registry.pick(node: node, using: &generator) else {
                     stats.recordSkipped()
                     continue

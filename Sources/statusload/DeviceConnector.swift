@@ -31,33 +31,62 @@ final class DeviceConnector: Sendable {
         }
     }
 
+    /// How devices fail over (`--failover`): a device whose server closes it with 1012 or 1013, or whose connection
+    /// ends without a close frame (its node went away), reconnects to another node after a random jitter, presenting
+    /// its resume token: device d on node k of N goes to node (k + 1 + d mod (N − 1)) mod N, so that a node's devices
+    /// spread over all the others. An attempt that fails (refused, or not upgraded) tries the node after that, again
+    /// after a jitter, until it is welcomed or the run stops.
+    struct Failover: Sendable {
+        /// The jitter's upper bound, ms (each wait is uniform in 0...jitterMs, plus 100 ms per failed attempt, at most
+        /// 1 s more).
+        var jitterMs: Double
+    }
+
     let registry: DeviceRegistry
     let stats: LoadStats
+    let failover: Failover?
+    /// Per device, what it has seen of the users it watches (with `--failover`), else empty.
+    let watches: [DeviceWatch?]
     private let loops: [any EventLoop]
     private let endpoints: [Endpoint]
     private let tokens: [String]
 
-    init(loops: [any EventLoop], endpoints: [Endpoint], tokens: [String], registry: DeviceRegistry, stats: LoadStats) {
+    init(
+        loops: [any EventLoop],
+        endpoints: [Endpoint],
+        tokens: [String],
+        registry: DeviceRegistry,
+        stats: LoadStats,
+        failover: Failover? = nil,
+        watches: [DeviceWatch?] = []
+    ) {
         self.loops = loops
         self.endpoints = endpoints
         self.tokens = tokens
         self.registry = registry
         self.stats = stats
+        self.failover = failover
+        self.watches = watches
     }
+
+    /// The watch of device `device`, if it has one.
+    func watch(_ device: Int) -> DeviceWatch? { device < watches.count ? watches[device] : nil }
 
     /// Starts device `device`'s first connection; the caller has counted it with ``DeviceRegistry/beginFirstAttempt()``.
     func start(device: Int) {
-        connect(device: device, first: true)
+        connect(device: device, first: true, node: registry.node(of: device), lostAt: nil, attempt: 0)
     }
 
-    private func connect(device: Int, first: Bool) {
+    /// Opens a connection of `device` to `node`. `lostAt` (monotonic ns) is set for a failover reconnect: when the
+    /// device lost its connection; `attempt` counts the failed attempts since.
+    private func connect(device: Int, first: Bool, node: Int, lostAt: UInt64?, attempt: Int) {
         let index = device % loops.count
         let loop = loops[index]
         let loopStats = stats.loops[index]
-        let node = registry.node(of: device)
         let user = registry.user(of: device)
         let endpoint = endpoints[node]
-        let target = "\(endpoint.path)?deviceId=d\(device)&platform=web&token=\(tokens[user])\(endpoint.options)"
+        let resume = lostAt == nil ? "" : watch(device)?.resume.map { "&resume=\($0)" } ?? ""
+        let target = "\(endpoint.path)?deviceId=d\(device)&platform=web&token=\(tokens[user])\(endpoint.options)\(resume)"
         let registry = registry
         let started = MonotonicClock.nanos()
         registry.beginAttempt()
@@ -72,6 +101,8 @@ final class DeviceConnector: Sendable {
                         node: node,
                         first: first,
                         started: started,
+                        lostAt: lostAt,
+                        attempt: attempt,
                         target: target,
                         host: endpoint.host,
                         stats: loopStats,
@@ -81,23 +112,65 @@ final class DeviceConnector: Sendable {
                 }
             }
             .connect(to: endpoint.address)
-            .whenFailure { _ in
+            .whenFailure { error in
                 // The socket never opened, so its handler saw no channelInactive.
                 loopStats.recordConnectFailure()
                 if first { registry.endFirstAttempt() }
                 registry.endAttempt()
+                if let lostAt {
+                    loopStats.recordReconnectAttemptFailed(error)
+                    self.failOver(device: device, from: node, lostAt: lostAt, attempt: attempt + 1, on: loop)
+                }
             }
     }
 
     /// A connection that had opened has closed (on its loop): a device the loader dropped reconnects at once; one the
-    /// server closed by itself is counted as dropped and stays away.
-    func attemptEnded(device: Int, welcomed: Bool, dropRequested: Bool, stats: LoopStats) {
+    /// server closed by itself is counted as dropped and stays away, unless it fails over (`--failover`: closed with
+    /// 1012 or 1013 or without a close frame, or a failover attempt that was not welcomed).
+    func attemptEnded(
+        device: Int,
+        node: Int,
+        welcomed: Bool,
+        dropRequested: Bool,
+        closeCode: UInt16?,
+        lostAt: UInt64?,
+        attempt: Int,
+        stats: LoopStats
+    ) {
         defer { registry.endAttempt() }
-        guard welcomed, !registry.isStopping else { return }
+        guard !registry.isStopping else { return }
+        if failover != nil, !dropRequested {
+            let loop = loops[device % loops.count]
+            if welcomed, closeCode == nil || closeCode == 1012 || closeCode == 1013 {
+                stats.recordServerClose(code: closeCode)
+                failOver(device: device, from: node, lostAt: MonotonicClock.nanos(), attempt: 0, on: loop)
+                return
+            }
+            if !welcomed, let lostAt {
+                stats.recordReconnectAttemptFailed(nil)
+                failOver(device: device, from: node, lostAt: lostAt, attempt: attempt + 1, on: loop)
+                return
+            }
+        }
+        guard welcomed else { return }
         guard dropRequested else {
             stats.recordDrop()
             return
         }
-        connect(device: device, first: false)
+        connect(device: device, first: false, node: node, lostAt: nil, attempt: 0)
+    }
+
+    /// Reconnects `device`, after the failover's jitter, to another node than `from`: its own choice among the others
+    /// when it has just lost its connection, the node after `from` when an attempt failed.
+    private func failOver(device: Int, from node: Int, lostAt: UInt64, attempt: Int, on loop: any EventLoop) {
+        guard let failover, !registry.isStopping else { return }
+        let step = attempt == 0 ? 1 + device % max(endpoints.count - 1, 1) : 1
+        let next = (node + step) % endpoints.count
+        let bound = failover.jitterMs + min(Double(attempt) * 100, 1000)
+        let wait = bound > 0 ? Double.random(in: 0...bound) : 0
+        loop.scheduleTask(in: .microseconds(Int64(wait * 1000))) {
+            guard !self.registry.isStopping else { return }
+            self.connect(device: device, first: false, node: next, lostAt: lostAt, attempt: attempt)
+        }
     }
 }

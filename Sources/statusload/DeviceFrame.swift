@@ -1,7 +1,8 @@
 /// A text frame received by a device, as far as the loader cares, read by one pass over its UTF-8 bytes: no decoding,
 /// no allocation. Only the counted fields are looked at (the top-level `event`, `ok` and `statuses`, and in each status
 /// object its `userId`, `version` and `customStatus`), wherever they sit in their object, so the scan does not depend
-/// on the server's key order; any other value is skipped by its brackets and quotes.
+/// on the server's key order; any other value is skipped by its brackets and quotes. A status object's `statusType` is
+/// read too (the failover runs count what watchers see).
 enum DeviceFrame: Equatable {
     /// `{"event":"welcome",...}`: the connection is established.
     case welcome
@@ -19,8 +20,18 @@ enum DeviceFrame: Equatable {
         /// The user's index (`u<index>`), or -1 for an id the loader did not create.
         var user: Int = -1
         var version: Int64 = -1
+        /// The `statusType`.
+        var type = StatusKind.unknown
         /// The loader's change carried in the custom status (`"<sequence>:<send time, monotonic µs>"`), or nil.
         var change: Change?
+    }
+
+    /// A status object's `statusType`.
+    enum StatusKind: UInt8, Equatable {
+        case unknown = 0
+        case online = 1
+        case offline = 2
+        case unlogined = 3
     }
 
     /// The loader's change carried in a custom status.
@@ -68,6 +79,20 @@ enum DeviceFrame: Equatable {
         }
     }
 
+    /// The `resume` token of a welcome frame (SPEC §7), or nil.
+    static func resumeToken(_ bytes: UnsafeRawBufferPointer) -> String? {
+        var scanner = JSONByteScanner(bytes)
+        guard scanner.enterObject() else { return nil }
+        while let key = scanner.nextKey() {
+            if scanner.equals(key, "resume") {
+                guard let value = scanner.readString() else { return nil }
+                return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[value]), as: UTF8.self)
+            }
+            guard scanner.skipValue() else { return nil }
+        }
+        return nil
+    }
+
     /// Convenience for tests and tools: classifies `text` and collects its statuses.
     static func parse(_ text: String) -> (DeviceFrame, [Status]) {
         var copy = text
@@ -109,6 +134,15 @@ enum DeviceFrame: Equatable {
                 if scanner.equals(key, "userId") {
                     guard let value = scanner.readString() else { return false }
                     item.user = scanner.userIndex(value)
+                } else if scanner.equals(key, "statusType") {
+                    guard let value = scanner.readString() else { return false }
+                    if scanner.equals(value, "online") {
+                        item.type = .online
+                    } else if scanner.equals(value, "offline") {
+                        item.type = .offline
+                    } else if scanner.equals(value, "unlogined") {
+                        item.type = .unlogined
+                    }
                 } else if scanner.equals(key, "version") {
                     guard let value = scanner.readInteger() else { return false }
                     item.version = value

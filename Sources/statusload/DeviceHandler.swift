@@ -25,6 +25,11 @@ final class DeviceHandler: ChannelInboundHandler {
     private let node: Int
     private let first: Bool
     private let started: UInt64
+    /// Set on a failover reconnect: when the device lost its connection (monotonic ns).
+    private let lostAt: UInt64?
+    /// Failed failover attempts before this one.
+    private let attempt: Int
+    private let watch: DeviceWatch?
     private let target: String
     private let host: String
     private let stats: LoopStats
@@ -39,17 +44,33 @@ final class DeviceHandler: ChannelInboundHandler {
     private var registered = false
     private var firstEnded = false
     private var dropRequested = false
+    /// The code of the server's close frame, if one came.
+    private var closeCode: UInt16?
     private var closeTimer: Scheduled<Void>?
     /// Own devices also hear about `onlineDevices`-only changes, which repeat the version: those are not deliveries.
     private var lastOwnVersion: Int64 = -1
 
-    init(device: Int, user: Int, node: Int, first: Bool, started: UInt64, target: String, host: String, stats: LoopStats, connector: DeviceConnector)
-    {
+    init(
+        device: Int,
+        user: Int,
+        node: Int,
+        first: Bool,
+        started: UInt64,
+        lostAt: UInt64? = nil,
+        attempt: Int = 0,
+        target: String,
+        host: String,
+        stats: LoopStats,
+        connector: DeviceConnector
+    ) {
         self.device = device
         self.user = user
         self.node = node
         self.first = first
         self.started = started
+        self.lostAt = lostAt
+        self.attempt = attempt
+        self.watch = connector.watch(device)
         self.target = target
         self.host = host
         self.stats = stats
@@ -80,7 +101,16 @@ final class DeviceHandler: ChannelInboundHandler {
         if registered { connector.registry.disconnected(device) }
         if !welcomed { stats.recordConnectFailure() }
         endFirstAttempt()
-        connector.attemptEnded(device: device, welcomed: welcomed, dropRequested: dropRequested, stats: stats)
+        connector.attemptEnded(
+            device: device,
+            node: node,
+            welcomed: welcomed,
+            dropRequested: dropRequested,
+            closeCode: closeCode,
+            lostAt: lostAt,
+            attempt: attempt,
+            stats: stats
+        )
         context.fireChannelInactive()
     }
 
@@ -118,6 +148,8 @@ final class DeviceHandler: ChannelInboundHandler {
             let statusLine = buffer.getString(at: buffer.readerIndex, length: min(12, headerEnd)) ?? ""
             buffer.moveReaderIndex(forwardBy: headerEnd)
             guard statusLine == "HTTP/1.1 101" else {
+                let code = statusLine.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+                stats.recordRefusal(status: code)
                 fail(context)
                 return
             }
@@ -165,6 +197,9 @@ final class DeviceHandler: ChannelInboundHandler {
             guard header.fin, let whole = fragments.take() else { return }
             whole.withUnsafeReadableBytes { message($0, context: context) }
         case .close:
+            if payload.readableBytes >= 2, let code = payload.getInteger(at: payload.readerIndex, as: UInt16.self) {
+                closeCode = code
+            }
             if state == .open {
                 let code = payload.readableBytesView.prefix(2)
                 let reply = WebSocketClientFrames.frame(.close, payload: code, allocator: context.channel.allocator)
@@ -192,6 +227,19 @@ final class DeviceHandler: ChannelInboundHandler {
                     return
                 }
                 lastOwnVersion = status.version
+            } else if let watch {
+                // A watcher counts each version once, however it came (event, resume or snapshot).
+                if now == 0 { now = MonotonicClock.micros() }
+                switch watch.observe(status, nowMicros: now, measuring: stats.measuring) {
+                case .notNew:
+                    stats.recordOtherEvent()
+                    return
+                case .new:
+                    if status.type == .offline && stats.measuring { stats.recordOfflineShown() }
+                case .flap(let micros):
+                    if stats.measuring { stats.recordFlap(micros: micros) }
+                }
+                if let change = status.change { stats.recordFirstReceipt(micros: now &- change.sentMicros) }
             }
             guard let change = status.change else {
                 stats.recordOtherEvent()
@@ -208,8 +256,15 @@ final class DeviceHandler: ChannelInboundHandler {
         case .welcome:
             guard !welcomed else { return }
             welcomed = true
-            stats.recordConnect(nanos: MonotonicClock.nanos() &- started)
-            registered = connector.registry.connected(device, link: DeviceLink(handler: NIOLoopBound(self, eventLoop: context.eventLoop)))
+            let welcomedAt = MonotonicClock.nanos()
+            stats.recordConnect(nanos: welcomedAt &- started)
+            if let lostAt { stats.recordReconnect(nanos: welcomedAt &- lostAt) }
+            if let watch { watch.resume = DeviceFrame.resumeToken(bytes) ?? watch.resume }
+            registered = connector.registry.connected(
+                device,
+                node: node,
+                link: DeviceLink(handler: NIOLoopBound(self, eventLoop: context.eventLoop))
+            )
             endFirstAttempt()
             if !registered { startClose() }
         case .kicked:

@@ -15,6 +15,8 @@ final class DeviceRegistry: Sendable {
     private struct State {
         var connected: [[Int32]]
         var position: [Int32]
+        /// The node each connected device is on (a device that fails over moves).
+        var nodeOf: [Int8]
         var links: [DeviceLink?]
         var perUser: [[Int32]]
         var pendingFirstAttempts = 0
@@ -26,10 +28,13 @@ final class DeviceRegistry: Sendable {
     let userCount: Int
     let graph: SocialGraph
     let multiDeviceSync: Bool
+    /// Devices start split round-robin over the first `initialNodes` nodes; the others take only devices that fail over.
+    let initialNodes: Int
     private let state: Mutex<State>
 
-    init(deviceCount: Int, nodeCount: Int, graph: SocialGraph, multiDeviceSync: Bool) {
+    init(deviceCount: Int, nodeCount: Int, graph: SocialGraph, multiDeviceSync: Bool, initialNodes: Int? = nil) {
         self.nodeCount = nodeCount
+        self.initialNodes = min(max(initialNodes ?? nodeCount, 1), nodeCount)
         self.userCount = graph.userCount
         self.graph = graph
         self.multiDeviceSync = multiDeviceSync
@@ -37,13 +42,15 @@ final class DeviceRegistry: Sendable {
             State(
                 connected: Array(repeating: [], count: nodeCount),
                 position: Array(repeating: -1, count: deviceCount),
+                nodeOf: Array(repeating: 0, count: deviceCount),
                 links: Array(repeating: nil, count: deviceCount),
                 perUser: Array(repeating: Array(repeating: 0, count: graph.userCount), count: nodeCount)
             )
         )
     }
 
-    func node(of device: Int) -> Int { device % nodeCount }
+    /// The node a device first connects to.
+    func node(of device: Int) -> Int { device % initialNodes }
     func user(of device: Int) -> Int { device % userCount }
 
     var isStopping: Bool { state.withLock { $0.stopping } }
@@ -63,19 +70,23 @@ final class DeviceRegistry: Sendable {
 
     func connectedCount(node: Int) -> Int { state.withLock { $0.connected[node].count } }
 
+    /// Whether the device is connected (welcome received, not closed since).
+    func isConnected(_ device: Int) -> Bool { state.withLock { $0.position[device] >= 0 } }
+
     /// A device task starts its first connection attempt (bounds the connect phase's concurrency).
     func beginFirstAttempt() { state.withLock { $0.pendingFirstAttempts += 1 } }
     func endFirstAttempt() { state.withLock { $0.pendingFirstAttempts -= 1 } }
     func beginAttempt() { state.withLock { $0.activeAttempts += 1 } }
     func endAttempt() { state.withLock { $0.activeAttempts -= 1 } }
 
-    /// The device received its welcome. Returns false (and the device should close) when the run is stopping.
-    func connected(_ device: Int, link: DeviceLink) -> Bool {
-        let node = node(of: device)
+    /// The device received its welcome from `node`. Returns false (and the device should close) when the run is
+    /// stopping.
+    func connected(_ device: Int, node: Int, link: DeviceLink) -> Bool {
         let user = user(of: device)
         return state.withLock { state in
             guard !state.stopping else { return false }
             guard state.position[device] < 0 else { return true }
+            state.nodeOf[device] = Int8(truncatingIfNeeded: node)
             state.position[device] = Int32(state.connected[node].count)
             state.connected[node].append(Int32(device))
             state.links[device] = link
@@ -86,11 +97,11 @@ final class DeviceRegistry: Sendable {
 
     /// The device's connection ended.
     func disconnected(_ device: Int) {
-        let node = node(of: device)
         let user = user(of: device)
         state.withLock { state in
             let position = Int(state.position[device])
             guard position >= 0 else { return }
+            let node = Int(state.nodeOf[device])
             let last = state.connected[node].removeLast()
             if Int(last) != device {
                 state.connected[node][position] = last

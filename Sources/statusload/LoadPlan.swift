@@ -33,6 +33,15 @@ struct LoadPlan: Sendable {
     var snapshot = false
     /// The app's `offlineGraceSeconds` (SPEC §10.3).
     var offlineGraceSeconds = 0
+    /// `--failover`: devices the server closes (1012/1013) or whose node goes away reconnect to the next node, with
+    /// this jitter bound in ms; `nil` without failover.
+    var failoverJitterMs: Double?
+    /// Devices start on the first `initialNodes` URLs only (nil: all).
+    var initialNodes: Int?
+    /// After the connect phase, the steps wait for this file to exist (at most `connectTimeout`).
+    var startFile: String?
+    /// Each failover reconnect's time from loss to welcome, ms, one a line.
+    var reconnectTimesFile: String?
 
     /// The devices this process runs.
     var localDevices: [Int] { Array(stride(from: slice.index, to: devices, by: slice.count)) }

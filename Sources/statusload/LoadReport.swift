@@ -77,6 +77,45 @@ struct LoadReport: Codable, Sendable {
         var onlineAfterClose: Int?
     }
 
+    /// What `--failover` saw: how connections were lost, the reconnects, and what watchers were shown meanwhile.
+    struct Failover: Codable, Sendable {
+        /// Connections the server closed with 1012 (drain), with 1013, and that ended without a close frame.
+        var closed1012: Int
+        var closed1013: Int
+        var closedWithoutFrame: Int
+        /// Reconnects that reached their welcome, and attempts that did not (refused, not upgraded, or closed).
+        var reconnects: Int
+        var reconnectAttemptsFailed: Int
+        /// The failed attempts by cause: the TCP connect timed out, was refused, found no local address (no ephemeral
+        /// port left), failed otherwise; the connection closed before its welcome.
+        var attemptsTimedOut: Int
+        var attemptsRefused: Int
+        var attemptsNoAddress: Int
+        var attemptsOtherError: Int
+        var attemptsClosedBeforeWelcome: Int
+        /// Upgrades answered 429 (`connectRateLimit`), and with any other status than 101.
+        var refused429: Int
+        var refusedOther: Int
+        /// From the loss of a connection to the welcome of its reconnect.
+        var reconnectTimeMs: LatencySummary
+        /// Watchers shown a watched user `offline`, then `online` again (while measuring), and the longest such gap.
+        var flaps: Int
+        var offlineShown: Int
+        var flapMaxMs: Double
+        /// The longest a watcher showed a stale status: the longest first receipt of a change's version (event,
+        /// resume or snapshot) and the longest offline→online gap, ms.
+        var staleMaxMs: Double
+        /// At the end (changes stopped, drained), (connected watcher, watched user) pairs compared with the server's
+        /// view (`POST /status/query`), those whose last version seen is behind it, and those still shown offline.
+        var pairsChecked: Int?
+        var pairsBehind: Int?
+        var pairsShownOffline: Int?
+        /// Pairs left out of the comparison: the watcher was never shown the user at all, not even by its first
+        /// connect's snapshot, so it never held the subscription (a sliced run's processes provision their users
+        /// concurrently: one may subscribe to a user another has not created yet).
+        var pairsNeverShown: Int?
+    }
+
     /// The statusd processes' resident memory.
     struct Memory: Codable, Sendable {
         var pids: [Int32]
@@ -100,6 +139,7 @@ struct LoadReport: Codable, Sendable {
     var connections: Connections
     var steps: [Step]
     var churn: Churn?
+    var failover: Failover?
     var memory: Memory
 
     func printTable() {
@@ -194,6 +234,44 @@ struct LoadReport: Codable, Sendable {
                         + (census.onlineAfterClose.map { "; \($0) still listed online after every device closed" } ?? "")
                 )
             }
+        }
+        if let failover {
+            Console.line(
+                String(
+                    format:
+                        "failover: closed 1012 %d, 1013 %d, without close frame %d; %d reconnects (p50 %.1f ms, p99 %.1f ms, max %.1f ms), "
+                        + "%d attempts failed (%d timed out, %d refused, %d without a local address, %d other errors, "
+                        + "%d closed before the welcome), %d refused 429, %d refused otherwise",
+                    failover.closed1012,
+                    failover.closed1013,
+                    failover.closedWithoutFrame,
+                    failover.reconnects,
+                    failover.reconnectTimeMs.p50,
+                    failover.reconnectTimeMs.p99,
+                    failover.reconnectTimeMs.max,
+                    failover.reconnectAttemptsFailed,
+                    failover.attemptsTimedOut,
+                    failover.attemptsRefused,
+                    failover.attemptsNoAddress,
+                    failover.attemptsOtherError,
+                    failover.attemptsClosedBeforeWelcome,
+                    failover.refused429,
+                    failover.refusedOther
+                )
+            )
+            Console.line(
+                String(
+                    format: "watchers: %d offline→online flaps (longest %.0f ms), %d offline shown; longest stale status %.0f ms",
+                    failover.flaps,
+                    failover.flapMaxMs,
+                    failover.offlineShown,
+                    failover.staleMaxMs
+                )
+                    + (failover.pairsChecked.map {
+                        "; at the end \(failover.pairsBehind ?? 0) of \($0) watched pairs behind the server, "
+                            + "\(failover.pairsShownOffline ?? 0) shown offline, \(failover.pairsNeverShown ?? 0) never shown (not compared)"
+                    } ?? "")
+            )
         }
         if let before = memory.beforeBytes {
             var line = "statusd RSS (pid \(memory.pids.map(String.init).joined(separator: "+"))): before " + Self.mib(before)

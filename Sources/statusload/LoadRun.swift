@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import StatusdClient
 
 /// One run of the load generator: set-up over HTTP, the connect phase (bounded concurrency and time), then the steps
 /// (target change rates, with optional churn) or the idle hold, the report, and the teardown.
@@ -46,11 +47,32 @@ struct LoadRun: Sendable {
         Self.armWatchdog(plan)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: plan.threads)
         let loops = Array(group.makeIterator())
-        let registry = DeviceRegistry(deviceCount: plan.devices, nodeCount: plan.urls.count, graph: graph, multiDeviceSync: plan.multiDeviceSync)
+        let registry = DeviceRegistry(
+            deviceCount: plan.devices,
+            nodeCount: plan.urls.count,
+            graph: graph,
+            multiDeviceSync: plan.multiDeviceSync,
+            initialNodes: plan.initialNodes
+        )
         let stats = LoadStats(loops: loops, nodeCount: plan.urls.count)
         let pacer = ReadPacer(pauseMilliseconds: plan.readBatchMs)
         pacer.start(on: stats.loops)
-        let connector = DeviceConnector(loops: loops, endpoints: endpoints, tokens: app.tokens, registry: registry, stats: stats)
+        // With --failover every device of this process keeps what it saw of the users it watches across reconnects.
+        let watches: [DeviceWatch?] =
+            plan.failoverJitterMs == nil
+            ? []
+            : (0..<plan.devices).map { device in
+                device % plan.slice.count == plan.slice.index ? DeviceWatch(targets: graph.subscriptions[device % plan.users]) : nil
+            }
+        let connector = DeviceConnector(
+            loops: loops,
+            endpoints: endpoints,
+            tokens: app.tokens,
+            registry: registry,
+            stats: stats,
+            failover: plan.failoverJitterMs.map { DeviceConnector.Failover(jitterMs: $0) },
+            watches: watches
+        )
         let progress = ProgressReporter(registry: registry, stats: stats, pids: plan.pids)
         var memory = LoadReport.Memory(pids: plan.pids, beforeBytes: ProcessMemory.residentBytes(pids: plan.pids))
         let devices = plan.localDevices
@@ -79,6 +101,10 @@ struct LoadRun: Sendable {
             // Let the connect storm's events settle before measuring.
             try? await Task.sleep(for: .seconds(1))
             memory.connectedBytes = ProcessMemory.residentBytes(pids: plan.pids)
+            if let startFile = plan.startFile {
+                progress.enter("waiting")
+                await Self.hold(seconds: plan.connectTimeout, untilFile: startFile)
+            }
 
             var steps: [LoadReport.Step] = []
             var churn: LoadReport.Churn?
@@ -105,7 +131,9 @@ struct LoadRun: Sendable {
                     )
                     let stepStart = ContinuousClock.now
                     await withDiscardingTaskGroup { step in
-                        step.addTask { await driver.run(rate: rate, seconds: plan.duration, seed: plan.seed &+ UInt64(index)) }
+                        step.addTask {
+                            await driver.run(rate: rate, seconds: plan.duration, seed: plan.seed &+ UInt64(index), stopFile: plan.holdUntilFile)
+                        }
                         step.addTask { await churnDriver.run(rate: plan.churn, seconds: plan.duration, seed: plan.seed &+ UInt64(index)) }
                     }
                     let sendSeconds = Self.seconds(since: stepStart)
@@ -113,7 +141,12 @@ struct LoadRun: Sendable {
                     let drainDeadline = ContinuousClock.now + .milliseconds(Int64(plan.drain * 1000))
                     while ContinuousClock.now < drainDeadline {
                         let now = await stats.snapshot(histograms: false)
-                        if now.receivedTotal >= now.expectedTotal && now.changesAcked + now.changesFailed >= now.changesSent { break }
+                        // With --failover the drain is always whole: the processes of a run stay in step.
+                        if plan.failoverJitterMs == nil && now.receivedTotal >= now.expectedTotal
+                            && now.changesAcked + now.changesFailed >= now.changesSent
+                        {
+                            break
+                        }
                         try? await Task.sleep(for: .milliseconds(50))
                     }
                     let cpu = StepCPU(
@@ -167,6 +200,17 @@ struct LoadRun: Sendable {
                     }
                 }
             }
+            var failover: LoadReport.Failover?
+            if plan.failoverJitterMs != nil {
+                failover = await Self.failover(
+                    plan: plan,
+                    stats: stats,
+                    registry: registry,
+                    watches: watches,
+                    app: client.app(app.appId, apiKey: app.apiKey),
+                    client: client
+                )
+            }
             memory.afterBytes = ProcessMemory.residentBytes(pids: plan.pids)
             if let before = memory.beforeBytes, let after = memory.connectedBytes, afterConnect.connects > 0 {
                 memory.perDeviceBytes = (Double(after) - Double(before)) / Double(afterConnect.connects)
@@ -206,6 +250,7 @@ struct LoadRun: Sendable {
                 ),
                 steps: steps,
                 churn: churn,
+                failover: failover,
                 memory: memory
             )
             report.printTable()
@@ -217,6 +262,111 @@ struct LoadRun: Sendable {
             try? await client.deleteApp(app.appId)
         }
         return report
+    }
+
+    /// The failover figures at the end of the run; with watchers and changes, each connected watcher's last version
+    /// seen of every user it watches is compared with the server's view once the changes have drained.
+    static func failover(
+        plan: LoadPlan,
+        stats: LoadStats,
+        registry: DeviceRegistry,
+        watches: [DeviceWatch?],
+        app: StatusdApp,
+        client: SetupClient
+    ) async -> LoadReport.Failover {
+        await stats.endMeasuring()
+        var pairs: (checked: Int, behind: Int, offline: Int, neverShown: Int)?
+        var watched = Set<Int32>()
+        for device in plan.localDevices { watched.formUnion(watches[device]?.targets ?? []) }
+        if !watched.isEmpty && !plan.rates.isEmpty {
+            try? await Task.sleep(for: .seconds(max(plan.drain, 1)))
+            var truth = [Int64](repeating: -1, count: plan.users)
+            let ids = watched.sorted()
+            var complete = true
+            var start = 0
+            while start < ids.count {
+                let batch = ids[start..<min(start + 500, ids.count)].map { AppProvisioner.userId(Int($0)) }
+                if let result = try? await client.retrying({ try await app.backendQuery(batch) }) {
+                    for status in result.statuses {
+                        if let index = Int(status.userId.dropFirst()), index >= 0, index < truth.count {
+                            truth[index] = Int64(status.version)
+                        }
+                    }
+                } else {
+                    complete = false
+                }
+                start += 500
+            }
+            if complete {
+                let truth = truth
+                let counts = await stats.onEachLoop { loop -> (Int, Int, Int, Int) in
+                    var unsubscribed = 0
+                    var checked = 0
+                    var behind = 0
+                    var offline = 0
+                    var shown = 0
+                    for device in plan.localDevices where device % stats.loops.count == loop && registry.isConnected(device) {
+                        guard let watch = watches[device] else { continue }
+                        offline += watch.shownOffline
+                        for (index, target) in watch.targets.enumerated() {
+                            // Never shown at all (not even by the first connect's snapshot): the subscription was
+                            // never made (a process of a sliced run subscribed before another created the user).
+                            guard watch.versions[index] >= 0 else {
+                                unsubscribed += 1
+                                continue
+                            }
+                            checked += 1
+                            if watch.versions[index] < truth[Int(target)] {
+                                behind += 1
+                                if shown < 5 {
+                                    shown += 1
+                                    Console.line(
+                                        "behind: device d\(device) saw u\(target) at version \(watch.versions[index]), "
+                                            + "the server has \(truth[Int(target)])"
+                                    )
+                                }
+                            }
+                        }
+                    }
+                    return (checked, behind, offline, unsubscribed)
+                }
+                let sums = counts.reduce((0, 0, 0, 0)) { ($0.0 + $1.0, $0.1 + $1.1, $0.2 + $1.2, $0.3 + $1.3) }
+                pairs = (checked: sums.0, behind: sums.1, offline: sums.2, neverShown: sums.3)
+            }
+            // Other processes of the run compare at about the same time: none closes its devices (a change that
+            // their watchers would still be receiving) before they all have.
+            try? await Task.sleep(for: .seconds(max(plan.drain, 1)))
+        }
+        let end = await stats.snapshot()
+        var histogram = LatencySummary.histogram()
+        for value in end.reconnectMillis { histogram.record(UInt64(max(Double(value), 0) * 1000)) }
+        if let file = plan.reconnectTimesFile {
+            let text = end.reconnectMillis.map { String(format: "%.3f", Double($0)) }.joined(separator: "\n")
+            try? (text + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        }
+        return LoadReport.Failover(
+            closed1012: end.closed1012,
+            closed1013: end.closed1013,
+            closedWithoutFrame: end.closedWithoutFrame,
+            reconnects: end.reconnects,
+            reconnectAttemptsFailed: end.reconnectAttemptsFailed,
+            attemptsTimedOut: end.attemptsFailedBy[0],
+            attemptsRefused: end.attemptsFailedBy[1],
+            attemptsNoAddress: end.attemptsFailedBy[2],
+            attemptsOtherError: end.attemptsFailedBy[3],
+            attemptsClosedBeforeWelcome: end.attemptsFailedBy[4],
+            refused429: end.refused429,
+            refusedOther: end.refusedOther,
+            reconnectTimeMs: LatencySummary(histogram),
+            flaps: end.flaps,
+            offlineShown: end.offlineShown,
+            flapMaxMs: Double(end.flapMaxMicros / 1000),
+            staleMaxMs: Double(end.staleMaxMicros / 1000),
+            pairsChecked: pairs?.checked,
+            pairsBehind: pairs?.behind,
+            pairsShownOffline: pairs?.offline,
+            pairsNeverShown: pairs?.neverShown
+        )
     }
 
     /// The CPU seconds a step cost this process and the nodes.
@@ -239,7 +389,7 @@ struct LoadRun: Sendable {
     /// Last resort against a hung teardown: exits the process once the run has had all its time plus two minutes.
     static func armWatchdog(_ plan: LoadPlan) {
         let steps = Double(max(plan.rates.count, 1))
-        let limit = plan.connectTimeout + steps * (plan.duration + plan.drain + 2) + 120
+        let limit = plan.connectTimeout * (plan.startFile == nil ? 1 : 2) + steps * (plan.duration + plan.drain + 2) + 120
         DispatchQueue.global().asyncAfter(deadline: .now() + limit) {
             Console.line("statusload: watchdog: the run exceeded \(Int(limit)) s, exiting")
             exit(3)

@@ -21,6 +21,21 @@ final class LoadStats: Sendable {
         var connectFailures = 0
         var drops = 0
         var churnRequested = 0
+        var closed1012 = 0
+        var closed1013 = 0
+        var closedWithoutFrame = 0
+        var reconnects = 0
+        var reconnectAttemptsFailed = 0
+        /// Failed attempts by cause: timed out, refused, no local address, other error, closed before the welcome.
+        var attemptsFailedBy = [0, 0, 0, 0, 0]
+        var refused429 = 0
+        var refusedOther = 0
+        var flaps = 0
+        var offlineShown = 0
+        var flapMaxMicros: UInt64 = 0
+        var staleMaxMicros: UInt64 = 0
+        /// Each reconnect's time from loss to welcome, ms (only with histograms).
+        var reconnectMillis: [Float] = []
         var latency: Histogram<UInt64>
         var latencyPerNode: [Histogram<UInt64>]
         var connectTime: Histogram<UInt64>
@@ -61,10 +76,30 @@ final class LoadStats: Sendable {
             connectTime: LatencySummary.histogram()
         )
         for stats in loops {
-            let part = try? await stats.eventLoop.submit { () -> (LoopStats.Counters, [Histogram<UInt64>]?) in
-                (stats.counters, histograms ? [stats.latency, stats.connectTime] + stats.latencyPerNode : nil)
+            let part = try? await stats.eventLoop.submit { () -> (LoopStats.Counters, [Histogram<UInt64>]?, [Float]) in
+                (
+                    stats.counters, histograms ? [stats.latency, stats.connectTime] + stats.latencyPerNode : nil,
+                    histograms ? stats.reconnectMillis : []
+                )
             }.get()
-            guard let (counters, copies) = part else { continue }
+            guard let (counters, copies, reconnectMillis) = part else { continue }
+            merged.closed1012 += counters.closed1012
+            merged.closed1013 += counters.closed1013
+            merged.closedWithoutFrame += counters.closedWithoutFrame
+            merged.reconnects += counters.reconnects
+            merged.reconnectAttemptsFailed += counters.reconnectAttemptsFailed
+            let causes = [
+                counters.attemptsTimedOut, counters.attemptsRefused, counters.attemptsNoAddress, counters.attemptsOtherError,
+                counters.attemptsClosedBeforeWelcome,
+            ]
+            for (index, count) in causes.enumerated() { merged.attemptsFailedBy[index] += count }
+            merged.refused429 += counters.refused429
+            merged.refusedOther += counters.refusedOther
+            merged.flaps += counters.flaps
+            merged.offlineShown += counters.offlineShown
+            merged.flapMaxMicros = max(merged.flapMaxMicros, counters.flapMaxMicros)
+            merged.staleMaxMicros = max(merged.staleMaxMicros, counters.staleMaxMicros)
+            merged.reconnectMillis += reconnectMillis
             for node in 0..<nodeCount { merged.received[node] += counters.received[node] }
             merged.lateEvents += counters.lateEvents
             merged.otherEvents += counters.otherEvents
@@ -104,6 +139,22 @@ final class LoadStats: Sendable {
         for stats in loops {
             try? await stats.eventLoop.submit { stats.beginStep(firstSequence: first) }.get()
         }
+    }
+
+    /// Ends the measured phase: an `offline` shown from now on is no longer half of a flap.
+    func endMeasuring() async {
+        for stats in loops {
+            try? await stats.eventLoop.submit { stats.measuring = false }.get()
+        }
+    }
+
+    /// Runs `body` on every loop, in turn, with that loop's index, and returns the results.
+    func onEachLoop<Value: Sendable>(_ body: @escaping @Sendable (Int) -> Value) async -> [Value] {
+        var values: [Value] = []
+        for (index, stats) in loops.enumerated() {
+            if let value = try? await stats.eventLoop.submit({ body(index) }).get() { values.append(value) }
+        }
+        return values
     }
 
     /// Records a change about to be sent and returns its sequence number.

@@ -90,7 +90,7 @@ struct StatusLoadCommand: AsyncParsableCommand {
     )
     var deviceSlice: String?
 
-    @Option(help: "With --idle: end the hold as soon as this file exists (--duration stays the longest hold).")
+    @Option(help: "End the idle hold, or the step, as soon as this file exists (--duration stays the longest).")
     var holdUntilFile: String?
 
     @Option(help: "Event loops for the devices' connections (default 1: one loop counts 100k+ deliveries/s; more loops add wake-ups).")
@@ -108,6 +108,28 @@ struct StatusLoadCommand: AsyncParsableCommand {
     @Option(help: "offlineGraceSeconds of the app the loader creates (0-300).")
     var offlineGraceSeconds = 0
 
+    @Flag(
+        help: """
+            A device closed by its server with 1012 or 1013, or whose connection ends without a close frame (its node \
+            went away), reconnects to the next --url after a random jitter, presenting its resume token (a failed \
+            attempt tries the next one); reconnects, their time from loss to welcome, refusals and, for watchers, \
+            offline→online flaps, the longest stale status and (at the end) versions behind the server's are reported.
+            """
+    )
+    var failover = false
+
+    @Option(help: "With --failover: the upper bound of the random wait before a reconnect, ms.")
+    var reconnectJitterMs: Double = 200
+
+    @Option(help: "Devices start on the first N --url only (the others take failed-over devices); default all.")
+    var initialNodes: Int?
+
+    @Option(help: "After connecting, wait (at most --connect-timeout) for this file to exist before the steps begin.")
+    var startFile: String?
+
+    @Option(help: "With --failover: write each reconnect's time from loss to welcome (ms), one a line, to this file.")
+    var reconnectTimes: String?
+
     func validate() throws {
         guard users >= 1 else { throw ValidationError("--users must be at least 1") }
         guard (devices ?? users) >= 1 else { throw ValidationError("--devices must be at least 1") }
@@ -119,11 +141,16 @@ struct StatusLoadCommand: AsyncParsableCommand {
         }
         guard let slice = DeviceSlice(deviceSlice) else { throw ValidationError("--device-slice is K/N with 0 <= K < N") }
         if slice.count > 1 {
-            guard idle || (rates ?? []).isEmpty else { throw ValidationError("--device-slice runs only with --idle or --rate 0 (churn)") }
+            guard idle || (rates ?? []).isEmpty || failover else {
+                throw ValidationError("--device-slice runs only with --idle, --rate 0 (churn) or --failover")
+            }
             guard app != nil, apiKey != nil else { throw ValidationError("--device-slice needs --app and --api-key (one shared app)") }
         }
         if apiKey != nil && app == nil { throw ValidationError("--api-key needs --app") }
         if threads < 1 { throw ValidationError("--threads must be at least 1") }
+        if let initialNodes, initialNodes < 1 || initialNodes > urls.count {
+            throw ValidationError("--initial-nodes must be between 1 and the number of --url")
+        }
     }
 
     var rates: [Double]? {
@@ -166,7 +193,11 @@ struct StatusLoadCommand: AsyncParsableCommand {
             stopOnLoss: stopOnLoss,
             readBatchMs: readBatchMs,
             snapshot: snapshot,
-            offlineGraceSeconds: offlineGraceSeconds
+            offlineGraceSeconds: offlineGraceSeconds,
+            failoverJitterMs: failover ? max(reconnectJitterMs, 0) : nil,
+            initialNodes: initialNodes,
+            startFile: startFile,
+            reconnectTimesFile: reconnectTimes
         )
         let report = try await LoadRun(plan: plan).run()
         let line = report.jsonLine()
