@@ -189,8 +189,9 @@ import Testing
 
     /// A reconnect racing the end of the grace has exactly one outcome: the grace was cancelled (nothing changed,
     /// version as before) or it ended first (offline, then online: two changes). Never online with no device and no
-    /// grace, never a version moved once.
-    @Test func aReconnectRacingTheEndOfTheGraceHasOneOutcome() async throws {
+    /// grace, never a version moved once. It runs alone (``Tag/runsAlone``): the race is timed on a live clock, in real
+    /// time, which a busy machine stretches.
+    @Test(.tags(.runsAlone)) func aReconnectRacingTheEndOfTheGraceHasOneOutcome() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: Self.config(grace: 1))
             try await app.createUsers(["alice", "bob"])
