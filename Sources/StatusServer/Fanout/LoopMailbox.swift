@@ -38,7 +38,8 @@ final class LoopMailbox: Sendable {
     /// Queues deliveries for this loop and schedules a drain unless one is waiting; true when the deliveries waiting are
     /// past ``highWater`` (the poster then awaits ``belowLowWater()``).
     func post(_ items: [(StatusEvent, [DeviceSession])]) -> Bool {
-        let posted = state.withLock { $0.mailbox.post(items.map { (item: (event: $0.0, sessions: $0.1), deliveries: $0.1.count) }) }
+        let weighed = items.map { (item: (event: $0.0, sessions: $0.1), deliveries: $0.1.count) }
+        let posted = state.withLock { $0.mailbox.post(weighed) }
         if posted.schedule { loop.execute { self.drain() } }
         return posted.full
     }
