@@ -38,12 +38,17 @@ import Testing
 
     @Test func whoIsShownTheMask() {
         let config = premiumAppConfig
-        #expect(BlockMask.hears("alice", user: Self.watcher(), scope: .subscriptions, config: config))
-        #expect(!BlockMask.hears("alice", user: Self.watcher(subscribes: false), scope: .subscriptions, config: config))
-        #expect(BlockMask.hears("alice", user: Self.watcher(subscribes: false), scope: .all, config: config))
+        #expect(BlockMask.hears("alice", role: nil, user: Self.watcher(), scope: .subscriptions, config: config))
+        #expect(!BlockMask.hears("alice", role: nil, user: Self.watcher(subscribes: false), scope: .subscriptions, config: config))
+        #expect(BlockMask.hears("alice", role: nil, user: Self.watcher(subscribes: false), scope: .all, config: config))
+        // A `roles:` scope is told when the role the block began with is one of its roles.
+        let stranger = Self.watcher(subscribes: false)
+        #expect(BlockMask.hears("alice", role: "crew", user: stranger, scope: .roles(["crew", "ops"]), config: config))
+        #expect(!BlockMask.hears("alice", role: "guest", user: stranger, scope: .roles(["crew", "ops"]), config: config))
+        #expect(!BlockMask.hears("alice", role: nil, user: stranger, scope: .roles(["crew"]), config: config))
         var basic = config
         basic.plan = .basic
-        #expect(!BlockMask.hears("alice", user: Self.watcher(), scope: .subscriptions, config: basic))
+        #expect(!BlockMask.hears("alice", role: nil, user: Self.watcher(), scope: .subscriptions, config: basic))
     }
 
     @Test func theMaskIsTheOfflineMaskAtTheFrozenVersion() {

@@ -54,4 +54,37 @@ import Testing
             #expect((after["version"].int ?? 0) > version, "never lower, and here it moved")
         }
     }
+
+    /// A device that hears of alice through its `roles:` scope only (no subscription, no friendship) is shown the mask
+    /// on its socket when a block between them begins, as a subscriber is; a scope that does not name her role is not.
+    @Test(arguments: ["alice", "bob"])
+    func aRolesScopeIsShownTheMaskWhenABlockBegins(blocker: String) async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: Self.config)
+            try await app.createUsers(["alice", "bob"])
+            expectOK(try await app.call(.put, "/users/alice", ["role": "crew"]))
+            expectOK(try await app.login("alice", "phone"))
+            try await app.withDevice(port: api.client.port!, userId: "bob", DeviceOptions(deviceId: "crew", presence: "roles:crew")) {
+                crew,
+                _ in
+                try await app.withDevice(port: api.client.port!, userId: "bob", DeviceOptions(deviceId: "ops", presence: "roles:ops")) {
+                    ops,
+                    _ in
+                    expectOK(try await app.setStatus("alice", "busy"))
+                    let heard = try await crew.next(timeout: .seconds(5)) {
+                        $0["event"].string == "onUserStatusChanged" && $0["statuses"][0]["customStatus"].string == "busy"
+                    }
+                    let version = try #require(heard["statuses"][0]["version"].int)
+                    let other = blocker == "alice" ? "bob" : "alice"
+                    expectOK(try await app.call(.put, "/users/\(blocker)/blocks", ["userIds": [.string(other)]]))
+                    let masked: JSONValue = ["userId": "alice", "statusType": "offline", "version": .int(version), "onlineDevices": []]
+                    let mask = try await crew.next(timeout: .seconds(5)) {
+                        $0["event"].string == "onUserStatusChanged" && $0["statuses"][0]["userId"].string == "alice"
+                    }
+                    #expect(mask["statuses"][0] == masked)
+                    #expect(try await ops.statusEvents(of: "alice", settle: .milliseconds(300)).isEmpty)
+                }
+            }
+        }
+    }
 }

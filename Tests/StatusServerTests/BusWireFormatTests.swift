@@ -35,6 +35,7 @@ import Testing
             .deleted(appId: "app", userId: "a"),
             .deleted(appId: "app", userId: nil),
             .masked(appId: "app", userId: "a", viewer: "b", publicVersion: 4),
+            .masked(appId: "app", userId: "a", viewer: "b", publicVersion: 4, role: "crew"),
             .masked(appId: "app", userId: "a", viewer: "b", publicVersion: nil),
         ]
         for message in messages { #expect(try roundTrip(message) == message) }
@@ -53,6 +54,9 @@ import Testing
         let mask = #"{"v":1,"type":"mask","appId":"app","userId":"a","viewer":"b","publicVersion":4}"#
         let read = try JSONCoding.decoder.decode(BusMessage.self, from: Data(mask.utf8))
         #expect(read == .masked(appId: "app", userId: "a", viewer: "b", publicVersion: 4))
+        let withRole = #"{"v":1,"type":"mask","appId":"app","userId":"a","viewer":"b","publicVersion":4,"role":"crew"}"#
+        let readRole = try JSONCoding.decoder.decode(BusMessage.self, from: Data(withRole.utf8))
+        #expect(readRole == .masked(appId: "app", userId: "a", viewer: "b", publicVersion: 4, role: "crew"))
         let ended = #"{"v":1,"type":"mask","appId":"app","userId":"a","viewer":"b"}"#
         let end = try JSONCoding.decoder.decode(BusMessage.self, from: Data(ended.utf8))
         #expect(end == .masked(appId: "app", userId: "a", viewer: "b", publicVersion: nil))

@@ -21,8 +21,9 @@ enum BusMessage: Sendable, Hashable {
     case deleted(appId: String, userId: String?)
     /// A block between `userId` and `viewer` began (`publicVersion`: `userId`'s public version frozen for `viewer`) or
     /// ended (nil): published by `block_side.lua` on `userId`'s channels, in order with their changes, so that a node
-    /// stops (or starts again) showing `userId` to `viewer` exactly there (SPEC §10.5).
-    case masked(appId: String, userId: String, viewer: String, publicVersion: Int64?)
+    /// stops (or starts again) showing `userId` to `viewer` exactly there (SPEC §10.5). `role`: `userId`'s role when
+    /// the block began, so that the viewer's `roles:` sessions that hear of it are shown the mask too.
+    case masked(appId: String, userId: String, viewer: String, publicVersion: Int64?, role: String? = nil)
 
     /// The wire format version this node writes and reads (`"v"`); messages of another version are ignored.
     static let version = 1
@@ -217,7 +218,8 @@ extension BusMessage: Codable {
                 appId: appId,
                 userId: try fields.decode(String.self, forKey: .userId),
                 viewer: try fields.decode(String.self, forKey: .viewer),
-                publicVersion: try fields.decodeIfPresent(Int64.self, forKey: .publicVersion)
+                publicVersion: try fields.decodeIfPresent(Int64.self, forKey: .publicVersion),
+                role: try fields.decodeIfPresent(String.self, forKey: .role)
             )
         case nil:
             throw BusWireError.unknownType(type)
@@ -257,12 +259,13 @@ extension BusMessage: Codable {
             try fields.encode(Kind.deleted.rawValue, forKey: .type)
             try fields.encode(appId, forKey: .appId)
             try fields.encodeIfPresent(userId, forKey: .userId)
-        case .masked(let appId, let userId, let viewer, let publicVersion):
+        case .masked(let appId, let userId, let viewer, let publicVersion, let role):
             try fields.encode(Kind.mask.rawValue, forKey: .type)
             try fields.encode(appId, forKey: .appId)
             try fields.encode(userId, forKey: .userId)
             try fields.encode(viewer, forKey: .viewer)
             try fields.encodeIfPresent(publicVersion, forKey: .publicVersion)
+            try fields.encodeIfPresent(role, forKey: .role)
         }
     }
 }

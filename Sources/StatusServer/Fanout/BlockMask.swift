@@ -32,9 +32,10 @@ enum BlockMask {
         return Outcome(changed: pinned || blocked, showAt: pinned ? frozen : nil)
     }
 
-    /// Whether a session of `user` with `scope` would hear about `target` were there no block (SPEC §6): it is shown
-    /// the mask. A `roles:` scope, which needs the target's role, is not told (its snapshot and resume show the mask).
-    static func hears(_ target: String, user: LocalUser, scope: PresenceScope, config: AppConfig) -> Bool {
+    /// Whether a session of `user` with `scope` would hear about `target` (whose role is `role`) were there no block
+    /// (SPEC §6): it is shown the mask. The role is the one the target held when the block began, read in the step
+    /// that froze their version.
+    static func hears(_ target: String, role: String?, user: LocalUser, scope: PresenceScope, config: AppConfig) -> Bool {
         let facts = Entitlement.Facts(
             userId: target,
             isSelf: false,
@@ -42,7 +43,7 @@ enum BlockMask {
             isFriend: user.friends.contains(target),
             blocked: false
         )
-        return Entitlement.hears(facts, role: nil, scope: scope, config: config)
+        return Entitlement.hears(facts, role: role, scope: scope, config: config)
     }
 
     /// The mask `viewer` is shown of `target` at `frozen` (SPEC §10.5: offline, nothing else).

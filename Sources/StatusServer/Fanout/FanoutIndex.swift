@@ -461,7 +461,14 @@ final class FanoutIndex: Sendable {
 
     /// Applies a block heard on the bus (``BlockMask``) to the viewer's local user, if it has sessions here; returns the
     /// viewer's sessions that are to be shown the mask at once, with its version (none without the app's `config`).
-    func applyMask(appId: String, target: String, viewer: String, frozen: Int64?, config: AppConfig?) -> (Recipients, Int64)? {
+    func applyMask(
+        appId: String,
+        target: String,
+        viewer: String,
+        frozen: Int64?,
+        role: String? = nil,
+        config: AppConfig?
+    ) -> (Recipients, Int64)? {
         state.withLock { state in
             let key = AppUser(appId: appId, userId: viewer)
             guard var user = state.users[key] else { return nil }
@@ -470,7 +477,7 @@ final class FanoutIndex: Sendable {
             if outcome.changed { state.forgetAudiences() }
             guard let version = outcome.showAt, let config else { return nil }
             var recipients = Recipients()
-            for session in user.sessions.values where BlockMask.hears(target, user: user, scope: session.scope, config: config) {
+            for session in user.sessions.values where BlockMask.hears(target, role: role, user: user, scope: session.scope, config: config) {
                 recipients.append(session)
             }
             return recipients.isEmpty ? nil : (recipients, version)

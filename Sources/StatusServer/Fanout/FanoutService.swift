@@ -276,10 +276,10 @@ final class FanoutService: Service, Sendable {
             for session in index.sessions(of: AppUser(appId: appId, userId: userId)) where connections.contains(session.connectionId) {
                 session.kick(reason: reason)
             }
-        case .masked(let appId, let target, let viewer, let frozen):
+        case .masked(let appId, let target, let viewer, let frozen, let role):
             // In order with the target's changes on the same channels: nothing of theirs after this reaches the viewer.
             let config = try? await self.apps.find(appId)?.config
-            if let shown = index.applyMask(appId: appId, target: target, viewer: viewer, frozen: frozen, config: config) {
+            if let shown = index.applyMask(appId: appId, target: target, viewer: viewer, frozen: frozen, role: role, config: config) {
                 deliveries.add(StatusEvent(BlockMask.shown(target, to: viewer, frozen: shown.1)), to: shown.0)
             }
         case .deleted(let appId, let userId):

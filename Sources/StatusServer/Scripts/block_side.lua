@@ -10,14 +10,18 @@
 -- KEYS: status, blocks (by the user), blockedby (the user is blocked by)
 -- ARGV: 'block' | 'unblock', 'byMe' | 'me' (which half), the other userId, appId, the user's userId, the user's
 -- channel, the user's app slot channel
+-- The start of the mask carries the user's role (`pr`, the status hash's read copy of the profile's role), so that a
+-- node tells the viewer's `roles:` sessions that hear of that role, as it tells subscribers and friends.
 -- Reply: the frozen public version (block), or 1 when the mask ended, 0 when a block is left (unblock).
 local mode, half, other = ARGV[1], ARGV[2], ARGV[3]
 local field = 'bk:' .. other
 local set = half == 'byMe' and KEYS[2] or KEYS[3]
 local function announce(version)
+    local role = version and redis.call('HGET', KEYS[1], 'pr')
     local payload = '{"v":1,"type":"mask","appId":' .. cjson.encode(ARGV[4]) .. ',"userId":' .. cjson.encode(ARGV[5])
         .. ',"viewer":' .. cjson.encode(other)
-        .. (version and (',"publicVersion":' .. version) or '') .. '}'
+        .. (version and (',"publicVersion":' .. version) or '')
+        .. ((role and role ~= '') and (',"role":' .. cjson.encode(role)) or '') .. '}'
     redis.call('SPUBLISH', ARGV[6], payload)
     redis.call('SPUBLISH', ARGV[7], payload)
 end

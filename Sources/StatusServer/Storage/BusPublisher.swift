@@ -31,7 +31,7 @@ struct BusPublisher: Sendable {
             return [["SPUBLISH", BusChannels.user(appId, userId), text], ["SPUBLISH", BusChannels.appSlot(appId, ofUser: userId), text]]
         case .statusChanged(let change):
             return [["SPUBLISH", BusChannels.user(change.appId, change.status.userId), try JSONCoding.string(message)]]
-        case .masked(let appId, let userId, _, _):
+        case .masked(let appId, let userId, _, _, _):
             // Published by block_side.lua in the step that writes the block; here only for completeness.
             let text = try JSONCoding.string(message)
             return [["SPUBLISH", BusChannels.user(appId, userId), text], ["SPUBLISH", BusChannels.appSlot(appId, ofUser: userId), text]]
