@@ -112,4 +112,50 @@ import Testing
             #expect(now["version"] == seen["version"])
         }
     }
+
+    /// A custom status that expires while others still see the user `online` after she became invisible goes from
+    /// what they see at its moment, as it would for a user whose last device dropped: one public change (online, no
+    /// custom status), then `offline` when the grace ends. The expiry (1 s) and the grace (4 s) run on Redis's clock.
+    @Test func aCustomStatusExpiringWithinTheGraceGoesFromWhatOthersSee() async throws {
+        try await withWatchedUser(grace: 4) { app, clock, alice, bob, _ in
+            let set = try await alice.request("setSelfStatus", ["customStatus": "brb", "clearAfterSeconds": 1])
+            #expect(set["ok"] == true, "\(set)")
+            let seen = try await bob.nextStatus(of: "alice")
+            #expect(seen["customStatus"] == "brb" && seen.has("customStatusExpiresAt"))
+            try await setAvailability("invisible", over: .webSocket, app: app, device: alice)
+            #expect(try await bob.statusEvents(of: "alice", settle: .milliseconds(300)).isEmpty)
+            // Past the expiry on Redis's clock; the node's sweep, its clock stepped past the wall time, clears it.
+            try await Task.sleep(for: .milliseconds(1100))
+            try await clock.step(by: .milliseconds(Int64(Date().timeIntervalSince1970 * 1000) - clock.nowMs + 500))
+            let cleared = try await bob.nextStatus(of: "alice")
+            #expect(cleared["statusType"] == "online" && !cleared.has("customStatus") && !cleared.has("customStatusExpiresAt"))
+            #expect(cleared["availability"] == "available" && cleared["onlineDevices"] == [])
+            #expect(cleared["version"].int == (seen["version"].int ?? 0) + 1)
+            #expect(try await app.query("bob", ["alice"]).body["statuses"][0] == cleared)
+            // The grace ends: offline, one more public change.
+            try await Task.sleep(for: .milliseconds(3200))
+            try await clock.step(by: .seconds(5))
+            let offline = try await bob.nextStatus(of: "alice")
+            #expect(offline["statusType"] == "offline" && offline["version"].int == (seen["version"].int ?? 0) + 2)
+        }
+    }
+
+    /// A kick of every device ends the grace of becoming invisible at once, as it ends a grace (SPEC §10.3): others see
+    /// her `offline` now, since the moment she became invisible, not G later.
+    @Test func aKickEndsTheGraceOfBecomingInvisibleAtOnce() async throws {
+        try await withWatchedUser(grace: 30) { app, _, alice, bob, seen in
+            let before = Int64(Date().timeIntervalSince1970 * 1000)
+            try await setAvailability("invisible", over: .webSocket, app: app, device: alice)
+            let after = Int64(Date().timeIntervalSince1970 * 1000)
+            #expect(try await bob.statusEvents(of: "alice", settle: .milliseconds(300)).isEmpty)
+            expectOK(try await app.call(.post, "/users/alice/kick", [:]))
+            let offline = try await bob.nextStatus(of: "alice")
+            #expect(offline["statusType"] == "offline" && !offline.has("customStatus") && !offline.has("availability"))
+            #expect(offline["version"].int == (seen["version"].int ?? 0) + 1)
+            let lastActive = try #require(offline["lastActiveAt"].int)
+            #expect(lastActive >= before - 5 && lastActive <= after + 5, "lastActiveAt \(lastActive) not in [\(before), \(after)]")
+            #expect(try await app.query("bob", ["alice"]).body["statuses"][0] == offline)
+            #expect(try await app.ownStatus("alice")["statusType"] == "unlogined")
+        }
+    }
 }

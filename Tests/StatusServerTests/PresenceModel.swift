@@ -39,6 +39,9 @@ struct PresenceModel {
         var hidden: StatusType?
         /// ``Options/invisibleGrace``: while the grace of going invisible runs, what others still see.
         var shownBeforeHiding: Shown?
+        /// The custom status others still see during that grace is the one stored (none set since): its expiry clears
+        /// it from what they see too (SPEC §10.5, as for a user whose last device dropped).
+        var frozenCustomIsStored = false
 
         var statusType: StatusType { !devices.isEmpty || inGrace ? .online : resting }
 
@@ -354,10 +357,14 @@ struct PresenceModel {
         case .setCustomStatus(_, let text, let expiring):
             user.customStatus = text
             user.expires = text != nil && expiring
+            user.frozenCustomIsStored = false
         case .setAvailability(_, let availability):
             let wasInvisible = user.availability == "invisible"
             if availability == "invisible", !wasInvisible {
-                if options.invisibleGrace, options.graced, user.statusType == .online { user.shownBeforeHiding = user.publicShown }
+                if options.invisibleGrace, options.graced, user.statusType == .online {
+                    user.shownBeforeHiding = user.publicShown
+                    user.frozenCustomIsStored = true
+                }
                 user.hidden = user.statusType == .online ? .offline : user.resting
             } else if availability != "invisible", wasInvisible {
                 user.hidden = nil
@@ -372,6 +379,10 @@ struct PresenceModel {
             if user.inGrace { leave(&user, to: .offline) }
         case .expire:
             if user.expires {
+                if user.frozenCustomIsStored, user.shownBeforeHiding?.expires == true {
+                    user.shownBeforeHiding?.customStatus = nil
+                    user.shownBeforeHiding?.expires = false
+                }
                 user.customStatus = nil
                 user.expires = false
             }

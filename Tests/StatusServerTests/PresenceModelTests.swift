@@ -357,6 +357,16 @@ struct ModelRun {
                 return
             }
         }
+        let own = try await backendViews()
+        let seen = try await observerViews()
+        let world = model.world
+        let differ = Self.users.filter {
+            !Self.matches(own[$0], world.view(of: $0, by: nil)) || !Self.matches(seen[$0], world.view(of: $0, by: Self.observer))
+        }
+        problems.append(
+            "time passed 6 s and \(differ) still differ: "
+                + differ.map { "\($0): own \(String(describing: own[$0])), seen \(String(describing: seen[$0])), model \(world.view(of: $0, by: nil)) / \(world.view(of: $0, by: Self.observer))" }.joined(separator: "; ")
+        )
     }
 
     /// Deletes the user and creates them again (a new user under the same id); every device that heard about them is

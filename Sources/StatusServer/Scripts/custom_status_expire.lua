@@ -5,6 +5,9 @@
 -- a lease that ran out): the stored `ce` alone decides. None stored: nothing to clear (the entry goes). Its moment not
 -- come on the Redis clock (shared by every node): answered with `ce`, where the entry goes back (a custom status is
 -- never cleared before its `customStatusExpiresAt`). Else cleared.
+-- SPEC §10.5 with a grace: an invisible user still seen `online` (`ht`, hidden_online) is seen with the custom status
+-- they had when they became invisible. When that is the one expiring now, it goes from what others see too, at this
+-- moment, as it would for a user whose last device dropped: a public change like any expiry.
 -- KEYS: status, profile, devices
 -- ARGV: appId, userId, user channel, app slot channel (docs/bus.md)
 -- Reply: {0} when there was nothing to clear, {2, ce} when its moment has not come yet, else {1, public view changed
@@ -19,6 +22,12 @@ if tonumber(s[13]) > now then
 end
 local before = public_of(s)
 redis.call('HDEL', KEYS[1], 'cs', 'ce')
+if s[9] == 'invisible' then
+    local seen = hidden_online(s[11])
+    if seen and seen.expires == s[13] and seen.custom == s[2] then
+        redis.call('HSET', KEYS[1], 'ht', 'online:' .. seen.av .. '::')
+    end
+end
 bump_version(KEYS[1], now)
 local public_change = settle_public(KEYS[1], before, now)
 local reply = status_reply(KEYS[1], KEYS[2], KEYS[3])

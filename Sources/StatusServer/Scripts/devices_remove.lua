@@ -7,7 +7,9 @@
 -- with no device until the grace ends (`gd` the drop, `gu` the end; grace_end.lua ends it, a connect cancels it):
 -- `onlineDevices` only changes, and the caller wrote the app's grace index entry first. A kick of every device (or the
 -- deletion of the user) during a grace ends it at once: the user is `unlogined`, lastActiveAt the drop (as at the end
--- of a grace), and watchers are told as for any kick.
+-- of a grace), and watchers are told as for any kick. SPEC §10.5: so does a kick or logout of the last device end the
+-- grace of becoming invisible (`ht` still `online:...`, set_custom_status.lua): others see the user `offline` now, at
+-- the moment they became invisible (`hl`), as grace_end.lua would show them at its end.
 -- SPEC §4: the retention clock of the subscriptions starts when the user leaves online.
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script.
 -- SPEC §7 resume: a WebSocket device that lost its socket leaves a resume point (ResumePoint.swift), written in the
@@ -52,8 +54,13 @@ local function leave_online(before, last_active)
     redis.call('HSET', KEYS[1], 't', ARGV[1], 'la', last_active)
     cleared = redis.call('HDEL', KEYS[1], 'cs')
     redis.call('HDEL', KEYS[1], 'ce', 'ai', 'gd', 'gu')
+    if ARGV[1] == 'unlogined' and before[5] == 'invisible' and hidden_online(before[7]) then
+        redis.call('HSET', KEYS[1], 'ht', 'offline')
+        redis.call('HDEL', KEYS[1], 'hu')
+    end
     bump_version(KEYS[1], now)
-    -- SPEC §10.5: an invisible user really leaving changes nothing the public sees.
+    -- SPEC §10.5: an invisible user really leaving changes nothing the public sees (past the grace of becoming
+    -- invisible).
     public_change = settle_public(KEYS[1], before, now)
     redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
     changed = 1
