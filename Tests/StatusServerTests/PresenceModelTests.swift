@@ -363,10 +363,11 @@ struct ModelRun {
         let differ = Self.users.filter {
             !Self.matches(own[$0], world.view(of: $0, by: nil)) || !Self.matches(seen[$0], world.view(of: $0, by: Self.observer))
         }
-        problems.append(
-            "time passed 6 s and \(differ) still differ: "
-                + differ.map { "\($0): own \(String(describing: own[$0])), seen \(String(describing: seen[$0])), model \(world.view(of: $0, by: nil)) / \(world.view(of: $0, by: Self.observer))" }.joined(separator: "; ")
-        )
+        let details = differ.map { user in
+            let shown = "own \(String(describing: own[user])), seen \(String(describing: seen[user]))"
+            return "\(user): \(shown), model \(world.view(of: user, by: nil)) / \(world.view(of: user, by: Self.observer))"
+        }
+        problems.append("time passed 6 s and \(differ) still differ: " + details.joined(separator: "; "))
     }
 
     /// Deletes the user and creates them again (a new user under the same id); every device that heard about them is
