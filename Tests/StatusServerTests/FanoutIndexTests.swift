@@ -64,6 +64,26 @@ import Testing
         #expect(index.audience(of: change("bob", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
     }
 
+    /// A deleted user's blocks go with them: the deletion heard on the bus unpins the mask and unblocks, even when the
+    /// viewer's relationship reload (told on another channel) ran first and kept the pin; a user created again under
+    /// the id is heard again.
+    @Test func aDeletionHeardAfterTheReloadStillUnblocks() {
+        let index = FanoutIndex()
+        let viewer = session("viewer")
+        index.add(viewer)
+        let key = AppUser(appId: "app", userId: "viewer")
+        index.update(key, relations: Relations(subscriptions: ["bob"], friends: [], blocked: []), sequence: index.beginRelationsLoad())
+        #expect(index.applyMask(appId: "app", target: "bob", viewer: "viewer", frozen: 3, config: premium) != nil)
+        #expect(index.blocked(by: viewer) == ["bob"])
+        // bob is deleted: the viewer's reload reads no block, but the pin holds until the deletion is heard.
+        index.update(key, relations: Relations(subscriptions: ["bob"], friends: [], blocked: []), sequence: index.beginRelationsLoad())
+        #expect(index.blocked(by: viewer) == ["bob"])
+        #expect(index.audience(of: change("bob", version: 1), config: premium).isEmpty)
+        index.unpinMasks(appId: "app", target: "bob")
+        #expect(index.blocked(by: viewer).isEmpty)
+        #expect(index.audience(of: change("bob", version: 2), config: premium).sessions.map(\.userId) == ["viewer"])
+    }
+
     /// The recipients kept for a user who changes again and again follow every change to the sessions, the
     /// relationships and the app's config: a kept answer is never stale.
     @Test func keptRecipientsFollowSessionsRelationshipsAndConfig() {

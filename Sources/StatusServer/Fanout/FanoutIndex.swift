@@ -485,7 +485,10 @@ final class FanoutIndex: Sendable {
     }
 
     /// Drops the masks heard on the bus: of `target` only (a deleted user), or all (a gap: every relationship is read
-    /// again, and what Redis holds decides).
+    /// again, and what Redis holds decides). A deleted user's blocks went with them, before the message that says so:
+    /// they leave the viewer's blocked set too, whatever a relationship reload that ran first kept of the pin (the
+    /// reload is told on the viewer's channel, the deletion on the deleted user's, in no set order). A block of a user
+    /// created again under the id comes after the deletion on the same channel, and pins again.
     func unpinMasks(appId: String? = nil, target: String? = nil) {
         state.withLock { state in
             for key in Array(state.users.keys) where appId == nil || key.appId == appId {
@@ -493,6 +496,8 @@ final class FanoutIndex: Sendable {
                 if let target {
                     guard pinned.contains(target) else { continue }
                     state.users[key]?.pinnedMasks.remove(target)
+                    state.users[key]?.blocked.remove(target)
+                    state.forgetAudiences()
                 } else {
                     state.users[key]?.pinnedMasks = []
                 }
