@@ -91,6 +91,26 @@ import Testing
         }
     }
 
+    /// The moment a resume resends from is taken on Redis's clock, which stamps every change: a node whose wall clock
+    /// runs seconds ahead of Redis's still resends a change made right after the socket closed.
+    @Test func aNodeClockAheadOfRedisMissesNothing() async throws {
+        try await withHeldNode { api, _, clock in
+            // The node's wall clock 5 s ahead of Redis's.
+            try await clock.step(by: .seconds(5))
+            let app = try await api.createApp(config: premiumConfig)
+            try await setUp(app)
+            let port = api.client.port!
+            let token = try await sessionThatLosesItsSocket(app, port: port)
+            expectOK(try await app.setStatus("bob", "missed"))
+            try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "alice-phone", resume: token)) { device, _ in
+                try await device.waitFor { $0["event"] == "onUserStatusChanged" }
+                let frames = try device.rawFrames.map { try JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+                let resumed = try #require(frames.dropFirst().first)
+                #expect(resumed["statuses"].array.compactMap { $0["userId"].string } == ["alice", "bob"])
+            }
+        }
+    }
+
     @Test func withoutATokenOrWithAnUnknownOneItIsAPlainConnect() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)

@@ -210,14 +210,14 @@ struct HousekeepingService: Service {
     /// could not be written): a resume resends what changed since then (SPEC §7).
     private func fileDisconnect(_ device: (appId: String, userId: String, deviceId: String, connection: String)) async throws {
         guard let app = try await apps.find(device.appId) else { return }
-        let lostAt = clock.nowMs - 2 * Int64(nodes.leaseSeconds) * 1000 - ResumePoint.clockMargin
+        let lostAgoMs = 2 * Int64(nodes.leaseSeconds) * 1000 + ResumePoint.clockMargin
         try await presence.remove(
             app: app,
             userId: device.userId,
             deviceIds: [device.deviceId],
             because: .disconnect,
             connection: device.connection,
-            lostAt: lostAt
+            lostAgoMs: lostAgoMs
         )
     }
 

@@ -178,13 +178,19 @@ struct PresenceOperations: Sendable {
     }
 
     /// The resume point a lost socket leaves (SPEC §7), when it has a connection and a moment of loss.
-    private func resumePoint(connection: String?, lostAt: Int64?, delivered: [UInt64: Int64], audience: ResumePoint.Audience?) -> ResumePoint? {
-        guard let connection, let lostAt else { return nil }
-        return ResumePoint(connection: connection, lostAt: lostAt, delivered: delivered, audience: audience)
+    private func resumePoint(
+        connection: String?,
+        lostAgoMs: Int64?,
+        delivered: [UInt64: Int64],
+        audience: ResumePoint.Audience?
+    ) -> ResumePoint.Pending? {
+        guard let connection, let lostAgoMs else { return nil }
+        return ResumePoint.Pending(connection: connection, lostAgoMs: lostAgoMs, delivered: delivered, audience: audience)
     }
 
     /// Removes devices (every device when `deviceIds` is empty) and tells the nodes holding them to close them.
-    /// A WebSocket device that lost its socket passes when (`lostAt`), and the versions it was sent since
+    /// A WebSocket device that lost its socket passes how long before now it was lost (`lostAgoMs`, measured on the
+    /// node's monotonic clock; the moment is taken on Redis's), and the versions it was sent since
     /// (`delivered`): it may resume from then (SPEC §7), for `heartbeatTimeoutSeconds`, with a reconnect presenting the
     /// connection's `resume` token. Returns the ids
     /// removed and the user's status after.
@@ -196,7 +202,7 @@ struct PresenceOperations: Sendable {
         because departure: Departure,
         connection: String? = nil,
         staleBefore: Int64? = nil,
-        lostAt: Int64? = nil,
+        lostAgoMs: Int64? = nil,
         delivered: [UInt64: Int64] = [:],
         audience: ResumePoint.Audience? = nil
     ) async throws -> (removed: [String], status: UserStatus) {
@@ -208,7 +214,7 @@ struct PresenceOperations: Sendable {
             retentionSeconds: app.config.subscriptionRetentionSeconds,
             connectionId: connection,
             staleBefore: staleBefore,
-            resumePoint: resumePoint(connection: connection, lostAt: lostAt, delivered: delivered, audience: audience),
+            resumePoint: resumePoint(connection: connection, lostAgoMs: lostAgoMs, delivered: delivered, audience: audience),
             resumeTTLms: Int64(app.config.heartbeatTimeoutSeconds) * 1000,
             graceSeconds: app.config.offlineGraceSeconds
         )

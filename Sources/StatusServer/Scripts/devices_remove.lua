@@ -14,20 +14,26 @@
 -- SPEC §6: a change is published on the bus (docs/bus.md) by this script.
 -- SPEC §7 resume: a WebSocket device that lost its socket leaves a resume point (ResumePoint.swift), written in the
 -- same step as its departure, so that a device seen offline can always resume and the departure costs one round trip.
+-- Its moment (from which a resume resends) is taken here, on the Redis clock that stamps every version change (`vt`,
+-- `pt`): the node passes how long before now the session last showed a sign of life (less a margin), measured on its
+-- own monotonic clock, so that a node whose wall clock runs ahead of Redis's never takes a change made after the loss
+-- for one made before it.
 -- KEYS: status, profile, devices, subs[, the device's resume point key]
 -- ARGV: mode ('offline'|'unlogined'), retention ms, connection id ('' = any), stale-before ms ('' = no check),
---       appId, userId, user channel, app slot channel (docs/bus.md), resume point ('' = none), its TTL in ms,
---       grace ms ('0' = none), deviceIds... (none = every device)
+--       appId, userId, user channel, app slot channel (docs/bus.md), resume point without its moment
+--       (`<connection> <the rest>`, ResumePoint.Pending; '' = none), its TTL in ms, grace ms ('0' = none), how many ms
+--       before now the point's moment is, deviceIds... (none = every device)
 -- SPEC §8: whether a custom status was cleared with it is part of the reply (a `customStatusChange` callback).
 -- Reply: {changed (0 none | 1 status | 2 devices only), custom status cleared (0|1), removed count, removed id 1,
 --         removed JSON 1, ..., <status reply>}
 local now = now_ms()
 if ARGV[9] ~= '' then
-    redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10])
+    local connection, rest = string.match(ARGV[9], '^(%S+)(.*)$')
+    redis.call('SET', KEYS[5], connection .. ' ' .. string.format('%d', now - tonumber(ARGV[12])) .. rest, 'PX', ARGV[10])
 end
 local ids = {}
-if #ARGV > 11 then
-    for i = 12, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #ARGV > 12 then
+    for i = 13, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
     ids = redis.call('HKEYS', KEYS[3])
 end
@@ -82,7 +88,7 @@ if #removed > 0 then
             changed = 1
         end
     end
-elseif ARGV[1] == 'unlogined' and #ARGV <= 11 then
+elseif ARGV[1] == 'unlogined' and #ARGV <= 12 then
     -- Every device kicked while none is connected: an offline grace, if one runs, ends now.
     local g = redis.call('HMGET', KEYS[1], 'gd', 't')
     if g[1] and g[2] == 'online' and redis.call('HLEN', KEYS[3]) == 0 then

@@ -63,13 +63,39 @@ struct ResumePoint: Sendable, Equatable {
     /// (`#` is in no userId, SPEC §1); then the audience, when recorded: `~a` (an `all` scope) or `~l` (a list), and
     /// one `@<key>` per user of ``Audience/keys``.
     var stored: String {
-        let versions = delivered.sorted { $0.key < $1.key }.map { "#\(String($0.key, radix: 16)):\($0.value)" }
-        var parts = [connection, String(lostAt)] + versions
+        ([connection, String(lostAt)] + Self.storedTail(delivered: delivered, audience: audience)).joined(separator: " ")
+    }
+
+    /// The parts of the stored form after the moment.
+    static func storedTail(delivered: [UInt64: Int64], audience: Audience?) -> [String] {
+        var parts = delivered.sorted { $0.key < $1.key }.map { "#\(String($0.key, radix: 16)):\($0.value)" }
         if let audience {
             parts.append(audience.appWide ? "~a" : "~l")
             parts += audience.keys.sorted().map { "@" + String($0, radix: 16) }
         }
-        return parts.joined(separator: " ")
+        return parts
+    }
+
+    /// A resume point as a departing session leaves it for `devices_remove.lua`, which stores it with its moment taken
+    /// on Redis's clock: `lostAgoMs` before the script runs. Every version change is stamped on that clock (`vt`,
+    /// `pt`), so a node whose wall clock runs ahead of Redis's cannot take a change made after the loss for one made
+    /// before it, and a departure that waited in the node's queue is not dated from when it was written. The node
+    /// measures the time since the session's last sign of life on its monotonic clock, and adds ``clockMargin``.
+    struct Pending: Sendable, Equatable {
+        var connection: String
+        var lostAgoMs: Int64
+        var delivered: [UInt64: Int64] = [:]
+        var audience: Audience? = nil
+
+        /// The stored form without its moment, `"<connection> <the rest>"`, which the script completes.
+        var scriptArgument: String {
+            ([connection] + ResumePoint.storedTail(delivered: delivered, audience: audience)).joined(separator: " ")
+        }
+
+        /// The point the script stores when it runs at `nowMs` on Redis's clock.
+        func stored(atRedisMs nowMs: Int64) -> ResumePoint {
+            ResumePoint(connection: connection, lostAt: nowMs - lostAgoMs, delivered: delivered, audience: audience)
+        }
     }
 
     init(connection: String, lostAt: Int64, delivered: [UInt64: Int64] = [:], audience: Audience? = nil) {

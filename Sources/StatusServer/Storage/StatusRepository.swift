@@ -408,7 +408,7 @@ struct StatusRepository: Sendable {
         retentionSeconds: Int,
         connectionId: String? = nil,
         staleBefore: Int64? = nil,
-        resumePoint: ResumePoint? = nil,
+        resumePoint: ResumePoint.Pending? = nil,
         resumeTTLms: Int64 = 0,
         graceSeconds: Int = 0
     ) async throws -> RemoveResult {
@@ -434,7 +434,7 @@ struct StatusRepository: Sendable {
             staleBefore: staleBefore,
             appId: appId,
             userId: userId,
-            resumePoint: resumed?.stored,
+            resumePoint: resumed,
             resumeTTLms: resumeTTLms,
             graceMs: graceMs,
             deviceIds: deviceIds

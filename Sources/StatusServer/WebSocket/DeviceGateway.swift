@@ -293,11 +293,9 @@ final class DeviceGateway: Sendable {
         let closedUnderNode = ending == .disconnected || ending == .cutOff || ending == .draining
         let sent = closedUnderNode ? delivered.versions(since: session.lastActiveMs - ResumePoint.clockMargin) : [:]
         if ending == .tooSlow { Metrics.slowConsumers.increment() }
-        let silence = session.silenceMs
-        let lostAt = clock.nowMs - silence - ResumePoint.clockMargin
         // Whom the session heard about, read from the index now, while its user's relationships are still there.
         let heard = (facts: index.watched(by: session), blocked: index.blocked(by: session))
-        let queued = work.submit { await self.fileDeparture(session, because: ending, lostAt: lostAt, delivered: sent, heard: heard) }
+        let queued = work.submit { await self.fileDeparture(session, because: ending, delivered: sent, heard: heard) }
         if !queued {
             // Still on the node's device list: its reconciliation files the departure; the housekeeping drops the
             // bus channels nobody needs any more.
@@ -309,7 +307,6 @@ final class DeviceGateway: Sendable {
     private func fileDeparture(
         _ session: DeviceSession,
         because ending: DeviceSession.Ending,
-        lostAt: Int64,
         delivered: [UInt64: Int64],
         heard: (facts: [Entitlement.Facts], blocked: Set<String>)
     ) async {
@@ -321,14 +318,15 @@ final class DeviceGateway: Sendable {
         }
         do {
             if let departure, let app = try await apps.find(session.appId) {
-                // With its resume point, in one step (SPEC §7).
+                // With its resume point, in one step (SPEC §7), dated from the last sign of life: measured here, as
+                // the write leaves, so that the time it waited in the queue counts too.
                 try await presence.remove(
                     app: app,
                     userId: session.userId,
                     deviceIds: [session.deviceId],
                     because: departure,
                     connection: session.connectionId,
-                    lostAt: lostAt,
+                    lostAgoMs: session.silenceMs + ResumePoint.clockMargin,
                     delivered: delivered,
                     audience: ResumePoint.Audience.of(
                         userId: session.userId,

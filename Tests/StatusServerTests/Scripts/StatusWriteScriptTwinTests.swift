@@ -138,9 +138,11 @@ import Testing
             deviceIds: ["d"]
         )
         let channels = BusChannels.statusArguments("app", "u")
-        #expect(arguments.strings == ["offline", "1000", "", "5", "app", "u"] + channels + ["", "0", "0", "d"])
-        arguments.resumePoint = "point"
-        #expect(arguments.strings == ["offline", "1000", "", "5", "app", "u"] + channels + ["point", "60000", "0", "d"])
+        #expect(arguments.strings == ["offline", "1000", "", "5", "app", "u"] + channels + ["", "0", "0", "0", "d"])
+        // The point goes without its moment, which the script takes on Redis's clock, `lostAgoMs` before it runs.
+        arguments.resumePoint = ResumePoint.Pending(connection: "c1", lostAgoMs: 1500, delivered: [0xab: 3])
+        #expect(arguments.strings == ["offline", "1000", "", "5", "app", "u"] + channels + ["c1 #ab:3", "60000", "0", "1500", "d"])
+        #expect(arguments.resumePoint?.stored(atRedisMs: 10_000) == ResumePoint(stored: "c1 8500 #ab:3"))
     }
 
     @Test func graceEnd() throws {

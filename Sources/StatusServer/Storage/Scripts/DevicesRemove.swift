@@ -19,8 +19,9 @@ enum DevicesRemove: StatusScript {
         }
     }
 
-    /// ARGV: mode, retention ms, connection id, stale-before ms, appId, userId, the two status channels, resume point,
-    /// its TTL ms, grace ms, then the deviceIds (none: every device).
+    /// ARGV: mode, retention ms, connection id, stale-before ms, appId, userId, the two status channels, resume point
+    /// without its moment, its TTL ms, grace ms, how long before the script runs the point's moment is, then the
+    /// deviceIds (none: every device).
     struct Arguments: ScriptInput {
         var mode: StatusType
         var retentionMs: Int64
@@ -30,8 +31,9 @@ enum DevicesRemove: StatusScript {
         var staleBefore: Int64?
         var appId: String
         var userId: String
-        /// The stored resume point (nil: none) and how long it is kept.
-        var resumePoint: String?
+        /// The resume point to store (nil: none; its moment is taken on Redis's clock by the script) and how long it is
+        /// kept.
+        var resumePoint: ResumePoint.Pending?
         var resumeTTLms: Int64
         /// 0: no grace.
         var graceMs: Int64
@@ -40,7 +42,8 @@ enum DevicesRemove: StatusScript {
         var strings: [String] {
             [mode.rawValue, String(retentionMs), connectionId ?? "", staleBefore.map(String.init) ?? "", appId, userId]
                 + BusChannels.statusArguments(appId, userId)
-                + [resumePoint ?? "", resumePoint == nil ? "0" : String(resumeTTLms), String(graceMs)] + deviceIds
+                + [resumePoint?.scriptArgument ?? "", resumePoint == nil ? "0" : String(resumeTTLms), String(graceMs)]
+                + [String(resumePoint?.lostAgoMs ?? 0)] + deviceIds
         }
     }
 
