@@ -51,7 +51,7 @@ import Testing
                     if run.problems.isEmpty { try await run.check() }
                     bursts += 1
                     let problems = run.problems
-                    #expect(problems.isEmpty, "seed \(seed), burst \(bursts): \(problems.prefix(5)); steps: \(run.log.suffix(400))")
+                    #expect(problems.isEmpty, "seed \(seed), burst \(bursts): \(problems.prefix(5)); steps: \(run.log.suffix(40))")
                     if !problems.isEmpty { break }
                 }
                 let tally = run.tally.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
