@@ -51,7 +51,8 @@ struct NodeWiring: Sendable {
         )
         self.webhooks = webhooks
         operations = StatusOperations(
-            runner: storage.runner,
+            queries: storage.statusQueries,
+            subscriptions: storage.subscriptions,
             listings: storage.listings,
             users: storage.users,
             statuses: storage.statuses,
