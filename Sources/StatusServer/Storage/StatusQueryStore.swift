@@ -66,6 +66,7 @@ struct StatusQueryStore: Sendable {
         targets: [String],
         friends: [Bool]
     ) async throws -> (existing: Set<String>, statuses: [String: StoredStatus]) {
+        guard !targets.isEmpty else { return ([], [:]) }
         let keys = RedisKeys(appId: appId)
         let runner = self.runner
         let marks = try targets.map { target in
