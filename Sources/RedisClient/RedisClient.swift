@@ -46,17 +46,20 @@ public final class RedisClient: Sendable, Service {
     private let seed: RedisNodePool
     private let routing: LockedValue<Routing>
     private let logger: Logger
+    private let metrics: RedisClientMetrics
 
-    /// Creates a client; no connection is opened until the first call.
+    /// Creates a client; no connection is opened until the first call. Its connection counters go to `metrics`.
     public init(
         configuration: RedisConfiguration,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-        logger: Logger
+        logger: Logger,
+        metrics: RedisClientMetrics = RedisClientMetrics()
     ) {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
         self.logger = logger
-        self.seed = RedisNodePool(configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger)
+        self.metrics = metrics
+        self.seed = RedisNodePool(configuration: configuration, eventLoopGroup: eventLoopGroup, logger: logger, metrics: metrics)
         self.routing = LockedValue(Routing(pools: [configuration.endpoint: self.seed]))
     }
 
@@ -288,7 +291,7 @@ public final class RedisClient: Sendable, Service {
             guard case .error(let message) = reply, let redirection = RedisRedirection(errorMessage: message) else {
                 return reply
             }
-            RedisClientMetrics.redirections.increment()
+            self.metrics.redirections.increment()
             switch redirection {
             case .moved(let slot, let endpoint):
                 target = self.assign(slot: slot, to: endpoint)
@@ -389,7 +392,12 @@ public final class RedisClient: Sendable, Service {
     private func pool(at endpoint: RedisConfiguration.Endpoint) -> RedisNodePool {
         self.routing.withLock { routing in
             if let pool = routing.pools[endpoint] { return pool }
-            let pool = RedisNodePool(configuration: self.configuration(for: endpoint), eventLoopGroup: self.eventLoopGroup, logger: self.logger)
+            let pool = RedisNodePool(
+                configuration: self.configuration(for: endpoint),
+                eventLoopGroup: self.eventLoopGroup,
+                logger: self.logger,
+                metrics: self.metrics
+            )
             routing.pools[endpoint] = pool
             return pool
         }
@@ -425,7 +433,7 @@ public final class RedisClient: Sendable, Service {
             if topology.coversAllSlots { break }
         }
         if let found {
-            RedisClientMetrics.topologyRefreshes.increment()
+            self.metrics.topologyRefreshes.increment()
             self.apply(found)
         } else {
             self.routing.withLock { routing in

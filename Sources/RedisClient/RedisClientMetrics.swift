@@ -1,17 +1,27 @@
 import CoreMetrics
 
 /// Connection counters of the client's pool, reported through swift-metrics. Reconnects are `connects` beyond the pool
-/// size. Each counter is looked up when used (connection events are rare), so it reaches whatever metrics backend the
-/// application bootstrapped, even one bootstrapped after the first client was made.
-enum RedisClientMetrics {
+/// size. The handles are made from the factory the client is given, so an application that keeps its own registry (a
+/// statusd node) gets its client's counts there and nowhere else; without one they go to the process's bootstrapped
+/// metrics system, or nowhere.
+public struct RedisClientMetrics: Sendable {
     /// Connections established (first connects and reconnects).
-    static var connects: Counter { Counter(label: "redis_client_connects_total") }
+    let connects: Counter
     /// Connection attempts that failed (each starts a backoff).
-    static var connectFailures: Counter { Counter(label: "redis_client_connect_failures_total") }
+    let connectFailures: Counter
     /// Established connections that closed.
-    static var disconnects: Counter { Counter(label: "redis_client_disconnects_total") }
+    let disconnects: Counter
     /// Cluster redirections followed (`MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`).
-    static var redirections: Counter { Counter(label: "redis_client_cluster_redirections_total") }
+    let redirections: Counter
     /// Reads of the cluster's slot map that changed the client's view or confirmed it.
-    static var topologyRefreshes: Counter { Counter(label: "redis_client_cluster_topology_refreshes_total") }
+    let topologyRefreshes: Counter
+
+    /// The counters, made by `factory`.
+    public init(factory: any MetricsFactory = MetricsSystem.factory) {
+        connects = Counter(label: "redis_client_connects_total", factory: factory)
+        connectFailures = Counter(label: "redis_client_connect_failures_total", factory: factory)
+        disconnects = Counter(label: "redis_client_disconnects_total", factory: factory)
+        redirections = Counter(label: "redis_client_cluster_redirections_total", factory: factory)
+        topologyRefreshes = Counter(label: "redis_client_cluster_topology_refreshes_total", factory: factory)
+    }
 }

@@ -38,12 +38,14 @@ final class RedisConnectionSlot: Sendable {
     private let backoffEnd = LockedValue<NIODeadline?>(nil)
     private let configuration: RedisConfiguration
     private let logger: Logger
+    private let metrics: RedisClientMetrics
 
-    init(eventLoop: any EventLoop, configuration: RedisConfiguration, logger: Logger) {
+    init(eventLoop: any EventLoop, configuration: RedisConfiguration, logger: Logger, metrics: RedisClientMetrics) {
         self.eventLoop = eventLoop
         self.storage = .makeBoxSendingValue(Storage(), eventLoop: eventLoop)
         self.configuration = configuration
         self.logger = logger
+        self.metrics = metrics
     }
 
     /// Whether the slot is in its reconnect backoff (calls on it would fail at once).
@@ -170,14 +172,14 @@ final class RedisConnectionSlot: Sendable {
         switch result {
         case .success(let channel):
             self.logger.debug("Connected to redis", metadata: ["endpoint": "\(self.configuration.endpoint.logDescription)"])
-            RedisClientMetrics.connects.increment()
+            self.metrics.connects.increment()
             self.storage.value.state = .connected(channel)
             self.storage.value.backoff.reset()
             self.backoffEnd.withLock { $0 = nil }
             channel.closeFuture.hop(to: self.eventLoop).assumeIsolated().whenComplete { _ in
                 if case .connected(let current) = self.storage.value.state, current === channel {
                     self.logger.info("Redis connection closed", metadata: ["endpoint": "\(self.configuration.endpoint.logDescription)"])
-                    RedisClientMetrics.disconnects.increment()
+                    self.metrics.disconnects.increment()
                     self.storage.value.state = .idle
                 }
             }
@@ -191,7 +193,7 @@ final class RedisConnectionSlot: Sendable {
             let end = NIODeadline.now() + delay
             self.storage.value.state = .backoff(until: end, reason: reason)
             self.backoffEnd.withLock { $0 = end }
-            RedisClientMetrics.connectFailures.increment()
+            self.metrics.connectFailures.increment()
             self.logger.warning("Redis connection failed", metadata: ["error": "\(reason)", "retryAfterMs": "\(delay.nanoseconds / 1_000_000)"])
             let failure = RedisClientError(kind: .connectionUnavailable, message: reason)
             for request in waiting {

@@ -12,10 +12,10 @@ final class RedisNodePool: Sendable {
     private let nextSlotIndex = LockedValue(0)
     private let gate = LockedValue(RedisSilenceGate())
 
-    init(configuration: RedisConfiguration, eventLoopGroup: any EventLoopGroup, logger: Logger) {
+    init(configuration: RedisConfiguration, eventLoopGroup: any EventLoopGroup, logger: Logger, metrics: RedisClientMetrics) {
         self.endpoint = configuration.endpoint
         self.slots = (0..<max(1, configuration.poolSize)).map { _ in
-            RedisConnectionSlot(eventLoop: eventLoopGroup.next(), configuration: configuration, logger: logger)
+            RedisConnectionSlot(eventLoop: eventLoopGroup.next(), configuration: configuration, logger: logger, metrics: metrics)
         }
     }
 

@@ -147,8 +147,10 @@ import Testing
     }
 
     @Test func anOverflowingInboxKeepsItsGapFlag() async {
-        let inbox = BusInbox(limit: 2)
+        let metrics = NodeMetrics()
+        let inbox = BusInbox(limit: 2, dropped: metrics.busEventsDropped)
         for message in 0..<5 { inbox.push([UInt8(message)]) }
+        #expect(metrics.registry.emitToString().contains("statusd_bus_events_dropped_total 3"))
         let batch = await inbox.next()
         #expect(batch?.messages == [[0], [1]])
         #expect(batch?.gap == true)

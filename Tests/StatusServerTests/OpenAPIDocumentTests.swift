@@ -23,7 +23,7 @@ import Testing
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "openapi-test"))
         let configuration = ServerConfiguration(host: "127.0.0.1", port: 0, redis: try TestRedis.configuration, adminKey: "admin")
         let wiring = try NodeWiring(configuration: configuration, redis: redis, logger: Logger(label: "openapi-test"))
-        let router = try buildRouter(wiring: wiring, index: FanoutIndex(), activity: AppActivity())
+        let router = try buildRouter(wiring: wiring, index: FanoutIndex(), activity: AppActivity(metrics: wiring.metrics))
         return Set(router.routes.map { "\($0.method.rawValue) \($0.path.description)" })
     }
 

@@ -8,7 +8,8 @@ import Testing
 /// reason, and the ghost census, as the admin stats (and the console) show them.
 @Suite(.redis) struct PresenceAccuracyTests {
     @Test func departuresAndCensusesAddUp() {
-        let accuracy = PresenceAccuracy()
+        let metrics = NodeMetrics()
+        let accuracy = PresenceAccuracy(metrics: metrics)
         #expect(accuracy.snapshot == PresenceAccuracy.Snapshot(ghostDevices: nil, departures: [:]))
         accuracy.departureFiled(reason: "disconnect", lagMs: 10)
         accuracy.departureFiled(reason: "disconnect", lagMs: 30)
@@ -22,6 +23,11 @@ import Testing
         #expect(snapshot.departures["disconnect"]?.meanMs == 20)
         #expect(snapshot.departures["timeout"]?.maxMs == 5_000)
         #expect(snapshot.departures["timeout"]?.count == 2)
+        // The same figures in the node's own registry, which `/metrics` serves.
+        let text = metrics.registry.emitToString()
+        #expect(text.contains("statusd_ghost_devices 0"))
+        #expect(text.contains(#"statusd_departure_lag_seconds_count{reason="disconnect"} 2"#))
+        #expect(text.contains(#"statusd_departure_lag_seconds_count{reason="timeout"} 2"#))
     }
 
     @Test func aDroppedSocketIsFiledAtOnceAndShownInTheStats() async throws {

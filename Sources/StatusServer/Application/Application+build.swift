@@ -1,20 +1,22 @@
 import Hummingbird
 import HummingbirdCore
 import Logging
-import Prometheus
 import RedisClient
 import ServiceLifecycle
 import StatusCore
 
 /// Builds a statusd node: the HTTP and WebSocket router and the node's services, wired by ``NodeWiring``, with the
 /// Redis client running as a service that starts before the server and stops after it. Tests call this too.
+///
+/// The node's metrics (``NodeMetrics``) are made here and belong to this node alone: several nodes built in one
+/// process count apart, and each one's `/metrics` shows its own counts.
 public func buildApplication(configuration: ServerConfiguration, logger: Logger) throws -> some ApplicationProtocol {
-    let redis = RedisClient(configuration: configuration.nodeRedis, logger: logger)
-    let wiring = try NodeWiring(configuration: configuration, redis: redis, logger: logger)
+    let metrics = NodeMetrics()
+    let redis = RedisClient(configuration: configuration.nodeRedis, logger: logger, metrics: metrics.redisClient)
+    let wiring = try NodeWiring(configuration: configuration, redis: redis, metrics: metrics, logger: logger)
     let index = FanoutIndex()
-    let activity = AppActivity()
-    let registry = MetricsBootstrap.registry()
-    let router = try buildRouter(wiring: wiring, index: index, activity: activity, registry: registry)
+    let activity = AppActivity(metrics: metrics)
+    let router = try buildRouter(wiring: wiring, index: index, activity: activity)
     let work = DeviceWorkQueue()
     let fanout = wiring.fanout(index: index, work: work)
     var limits = DeviceConnectionStateMachine.Limits()
@@ -41,7 +43,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     if let metricsPort = configuration.metricsPort {
         // The operator listener: `/metrics` without credentials, on its own address (SPEC §9).
         let metricsRouter = Router()
-        MetricsRoutes(registry: registry).register(on: metricsRouter)
+        MetricsRoutes(registry: metrics.registry).register(on: metricsRouter)
         app.addServices(
             Application(
                 router: metricsRouter,
@@ -55,18 +57,13 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
 
 /// Every HTTP route of a node (SPEC §7, §9) with its middleware. The OpenAPI document at `/openapi.json` describes
 /// exactly these routes; a test reads ``Router/routes`` of this router to keep the two in step.
-func buildRouter(
-    wiring: NodeWiring,
-    index: FanoutIndex,
-    activity: AppActivity,
-    registry: PrometheusCollectorRegistry = MetricsBootstrap.registry()
-) throws -> Router<StatusRequestContext> {
+func buildRouter(wiring: NodeWiring, index: FanoutIndex, activity: AppActivity) throws -> Router<StatusRequestContext> {
     let router = Router(context: StatusRequestContext.self)
-    router.add(middleware: RequestMetricsMiddleware())
-    router.add(middleware: ErrorMiddleware(activity: activity))
+    router.add(middleware: RequestMetricsMiddleware(factory: wiring.metrics.factory))
+    router.add(middleware: ErrorMiddleware(activity: activity, metrics: wiring.metrics))
     router.add(middleware: EmptyPathSegmentMiddleware())
     router.add(middleware: WholeRequestMiddleware())
-    wiring.healthRoutes(registry: registry).register(on: router)
+    wiring.healthRoutes().register(on: router)
     wiring.adminRoutes().register(on: router)
     wiring.adminOverviewRoutes(index: index, activity: activity).register(on: router)
     wiring.userRoutes().register(on: router)

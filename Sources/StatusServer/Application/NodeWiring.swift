@@ -1,5 +1,4 @@
 import Logging
-import Prometheus
 import RedisClient
 import StatusCore
 
@@ -21,10 +20,15 @@ struct NodeWiring: Sendable {
     let nodes: NodeRegistry
     /// The node's lease as the housekeeping renews it, which the fan-out's bus-gap audit also asks.
     let lease: SharedLease
+    /// The node's own metrics, handed to every part that records into them; `/metrics` serves their registry.
+    let metrics: NodeMetrics
     let logger: Logger
 
-    init(configuration: ServerConfiguration, redis: RedisClient, logger: Logger) throws {
+    /// The parts of a node over `redis`, recording into `metrics` (its Redis client's counters included, when it was
+    /// made with ``NodeMetrics/redisClient``). Tests that build only some parts of a node get a registry of their own.
+    init(configuration: ServerConfiguration, redis: RedisClient, metrics: NodeMetrics = NodeMetrics(), logger: Logger) throws {
         self.configuration = configuration
+        self.metrics = metrics
         self.logger = logger
         let storage = try StorageLayer(redis: redis, configuration: configuration.nodeRedis, clock: configuration.clock)
         self.storage = storage
@@ -42,11 +46,13 @@ struct NodeWiring: Sendable {
             index: storage.webhookIndex,
             maxPendingPerApp: configuration.webhookDispatch.maxPendingPerApp,
             clock: configuration.clock,
+            metrics: metrics,
             logger: logger
         )
         self.webhooks = webhooks
         operations = StatusOperations(
-            runner: storage.runner,
+            queries: storage.statusQueries,
+            subscriptions: storage.subscriptions,
             listings: storage.listings,
             users: storage.users,
             statuses: storage.statuses,
@@ -83,8 +89,8 @@ struct NodeWiring: Sendable {
 
     // MARK: Route groups
 
-    func healthRoutes(registry: PrometheusCollectorRegistry) -> HealthRoutes {
-        HealthRoutes(probe: storage.health, drain: configuration.drain, registry: registry, auth: auth)
+    func healthRoutes() -> HealthRoutes {
+        HealthRoutes(probe: storage.health, drain: configuration.drain, registry: metrics.registry, auth: auth)
     }
 
     func adminRoutes() -> AdminRoutes {
@@ -127,6 +133,7 @@ struct NodeWiring: Sendable {
             inboxLimit: configuration.busInboxLimit,
             lease: lease,
             clock: configuration.clock,
+            metrics: metrics,
             logger: logger
         )
     }
@@ -160,7 +167,7 @@ struct NodeWiring: Sendable {
             presence: presence,
             resume: resume,
             snapshot: snapshot,
-            requests: DeviceRequestHandler(apps: apps, operations: operations, presence: presence),
+            requests: DeviceRequestHandler(apps: apps, operations: operations, presence: presence, metrics: metrics),
             index: index,
             fanout: fanout,
             work: work,
@@ -168,6 +175,7 @@ struct NodeWiring: Sendable {
             activity: activity,
             drain: configuration.drain,
             clock: configuration.clock,
+            metrics: metrics,
             logger: logger
         )
     }
@@ -198,6 +206,7 @@ struct NodeWiring: Sendable {
             index: index,
             fanout: fanout,
             accuracy: accuracy,
+            metrics: metrics,
             clock: configuration.clock,
             logger: logger
         )
@@ -210,6 +219,7 @@ struct NodeWiring: Sendable {
             legacy: storage.legacyWebhooks,
             settings: configuration.webhookDispatch,
             clock: configuration.clock,
+            metrics: metrics,
             logger: logger
         )
     }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import Synchronization
 
 /// The bounded hand-over between the bus connection (whose event loop pushes) and the fan-out consumer (which takes
@@ -20,10 +21,13 @@ final class BusInbox: Sendable {
     }
 
     let limit: Int
+    /// Counts the messages dropped past the limit.
+    private let dropped: Counter
     private let state = Mutex(State())
 
-    init(limit: Int) {
+    init(limit: Int, dropped: Counter) {
         self.limit = limit
+        self.dropped = dropped
     }
 
     /// Queues a message; past the limit it is dropped, counted, and the gap flag set.
@@ -31,7 +35,7 @@ final class BusInbox: Sendable {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             if state.messages.count >= limit {
                 state.gap = true
-                Metrics.busEventsDropped.increment()
+                dropped.increment()
             } else {
                 state.messages.append(payload)
             }

@@ -1,9 +1,10 @@
+import CoreMetrics
 import NIOCore
 import StatusCore
 
 /// Status events of one bus batch, grouped by the event loop of each recipient's channel.
 ///
-/// ``send(through:)`` gives each loop its share through the loop's ``LoopMailbox``: the loop writes every event to its
+/// ``send(through:counting:)`` gives each loop its share through the loop's ``LoopMailbox``: the loop writes every event to its
 /// sockets without flushing, then flushes each socket once, so a device that receives several events costs one flush
 /// (one `writev`).
 struct DeliveryBatch {
@@ -47,15 +48,16 @@ struct DeliveryBatch {
         count += recipients.count
     }
 
-    /// Hands every loop its deliveries (``LoopMailbox``); waits while a loop has more waiting than it may hold.
-    mutating func send(through mailboxes: LoopMailboxes) async {
+    /// Hands every loop its deliveries (``LoopMailbox``), counted in `delivered`; waits while a loop has more waiting
+    /// than it may hold.
+    mutating func send(through mailboxes: LoopMailboxes, counting delivered: Counter) async {
         guard count > 0 else { return }
         var full: [LoopMailbox] = []
         for (loop, items) in loops.values {
             let mailbox = mailboxes.of(loop)
             if mailbox.post(items) { full.append(mailbox) }
         }
-        Metrics.eventsDelivered.increment(by: count)
+        delivered.increment(by: count)
         loops = [:]
         count = 0
         for mailbox in full { await mailbox.belowLowWater() }

@@ -43,6 +43,8 @@ final class FanoutService: Service, Sendable {
     private let mailboxes = LoopMailboxes()
     /// The node's time: the pause before retrying a resynchronisation Redis refused.
     private let clock: any NodeClock
+    /// What the fan-out counts: deliveries, bus gaps and drops, resynchronisations.
+    private let metrics: NodeMetrics
     private let logger: Logger
     /// Whether a vanished device record may be the survivors' filing of this node's devices, not a kick.
     private let lease: SharedLease
@@ -64,6 +66,7 @@ final class FanoutService: Service, Sendable {
         inboxLimit: Int,
         lease: SharedLease,
         clock: any NodeClock,
+        metrics: NodeMetrics,
         logger: Logger
     ) {
         self.lease = lease
@@ -76,8 +79,9 @@ final class FanoutService: Service, Sendable {
         self.recorder = recorder
         self.work = work
         self.clock = clock
+        self.metrics = metrics
         self.logger = logger
-        let inbox = BusInbox(limit: inboxLimit)
+        let inbox = BusInbox(limit: inboxLimit, dropped: metrics.busEventsDropped)
         self.inbox = inbox
         let subscribers = feed.subscribers(logger: logger) { event in
             switch event {
@@ -208,9 +212,9 @@ final class FanoutService: Service, Sendable {
                 let change = StatusChange(appId: key.appId, stored: stored, publicChange: true)
                 let knownAtEdge = atEdge.map { $0[stored.status.userId] ?? .max }
                 deliveries.add(change, to: index.catchUpAudience(of: change, config: config, watcher: key, knownAtEdge: knownAtEdge))
-                Metrics.caughtUpStatuses.increment()
+                metrics.caughtUpStatuses.increment()
             }
-            await deliveries.send(through: mailboxes)
+            await deliveries.send(through: mailboxes, counting: metrics.eventsDelivered)
         } catch {
             logger.debug("catch-up read failed", metadata: ["error": "\(error)"])
             inbox.markGap()
@@ -244,14 +248,14 @@ final class FanoutService: Service, Sendable {
             }
             guard let message = try? JSONCoding.decoder.decode(BusMessage.self, from: Data(payload)) else {
                 // Counted, not logged one by one: whoever can publish on the bus must not be able to flood the log.
-                Metrics.undecodableBusMessages.increment()
+                metrics.undecodableBusMessages.increment()
                 continue
             }
             await process(message, into: &deliveries)
         }
-        await deliveries.send(through: mailboxes)
+        await deliveries.send(through: mailboxes, counting: metrics.eventsDelivered)
         if batch.gap {
-            Metrics.busGaps.increment()
+            metrics.busGaps.increment()
             if await !resynchronise() {
                 // Redis is not back yet: try again shortly (the inbox wakes the loop at once, so wait here). A
                 // cancelled node does not retry.
@@ -329,9 +333,9 @@ final class FanoutService: Service, Sendable {
                     guard moved.any else { continue }
                     let change = StatusChange(appId: appId, stored: stored, publicChange: moved.public)
                     deliveries.add(change, to: index.audience(of: change, config: config))
-                    Metrics.resyncedStatuses.increment()
+                    metrics.resyncedStatuses.increment()
                 }
-                await deliveries.send(through: mailboxes)
+                await deliveries.send(through: mailboxes, counting: metrics.eventsDelivered)
             }
         }
         return true
@@ -363,7 +367,7 @@ final class FanoutService: Service, Sendable {
                             mayHaveBeenFiled: mayHaveBeenFiled
                         )
                     else { continue }
-                    Metrics.auditedDevices.increment()
+                    metrics.auditedDevices.increment()
                     session.kick(reason: reason)
                 }
             }

@@ -8,6 +8,8 @@ import StatusCore
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     /// Where `RATE_LIMITED` answers are counted per app (the app of the path), for the admin API's stats.
     var activity: AppActivity?
+    /// Counts `RATE_LIMITED` and `UNAVAILABLE` answers node-wide.
+    let metrics: NodeMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
@@ -16,9 +18,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let mapped = Self.statusError(for: error)
             switch mapped.code {
             case .rateLimited:
-                Metrics.rateLimited.increment()
+                metrics.rateLimited.increment()
                 if let appId = context.parameters.get("appId").flatMap(PercentDecoding.decode) { activity?.recordRateLimited(appId: appId) }
-            case .unavailable: Metrics.redisErrors.increment()
+            case .unavailable: metrics.redisErrors.increment()
             default: break
             }
             if mapped.code == .internalError {

@@ -42,6 +42,8 @@ struct HousekeepingService: Service {
     let fanout: FanoutService
     /// Where the ghost census goes.
     let accuracy: PresenceAccuracy
+    /// The lease's renewal lag and the sessions cut off.
+    let metrics: NodeMetrics
     /// The node's time: the ticks, the lease's renewal lag and the loss time of a dead node's devices.
     let clock: any NodeClock
     let logger: Logger
@@ -71,7 +73,7 @@ struct HousekeepingService: Service {
                 let outcome = try await registry.renew()
                 let now = clock.now
                 let renewed = lease.state.withLock { $0.renewed(outcome, sent: sent, at: now) }
-                Metrics.leaseRenewalLag.record(Double(renewed.lag.inMilliseconds) / 1000)
+                metrics.leaseRenewalLag.record(Double(renewed.lag.inMilliseconds) / 1000)
                 next = max(next + period, now)
             } catch {
                 logger.debug("lease renewal failed", metadata: ["error": "\(error)"])
@@ -90,7 +92,7 @@ struct HousekeepingService: Service {
         let sessions = index.allSessions()
         guard !sessions.isEmpty else { return }
         logger.warning("cut off from redis past the lease: closing device sockets (1013)", metadata: ["sessions": "\(sessions.count)"])
-        Metrics.cutOffSessions.increment(by: sessions.count)
+        metrics.cutOffSessions.increment(by: sessions.count)
         for session in sessions { session.end(.cutOff) }
     }
 

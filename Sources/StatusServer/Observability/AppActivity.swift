@@ -7,7 +7,7 @@ import Synchronization
 /// A session looks its app's ``Counters`` up once, when it connects, so a delivery costs one relaxed atomic add.
 final class AppActivity: Sendable {
     /// This node's presence accuracy (departure lag, ghost census), shown with the per-app counts.
-    let accuracy = PresenceAccuracy()
+    let accuracy: PresenceAccuracy
 
     /// The counters of one app.
     final class Counters: Sendable {
@@ -25,7 +25,10 @@ final class AppActivity: Sendable {
 
     private let apps = Mutex<[String: Counters]>([:])
 
-    init() {}
+    /// Counts for the node whose metrics are `metrics` (the presence accuracy is exported there too).
+    init(metrics: NodeMetrics) {
+        accuracy = PresenceAccuracy(metrics: metrics)
+    }
 
     /// The counters of `appId`, created on first use.
     func counters(for appId: String) -> Counters {

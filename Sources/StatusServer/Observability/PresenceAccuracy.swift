@@ -33,6 +33,12 @@ final class PresenceAccuracy: Sendable {
     }
 
     private let state = Mutex(Snapshot(ghostDevices: nil, departures: [:]))
+    /// Where the lags and the census are exported too.
+    private let metrics: NodeMetrics
+
+    init(metrics: NodeMetrics) {
+        self.metrics = metrics
+    }
 
     /// A departure filed `lagMs` after the device's last inbound byte.
     func departureFiled(reason: String, lagMs: Int64) {
@@ -44,13 +50,13 @@ final class PresenceAccuracy: Sendable {
             entry.maxMs = max(entry.maxMs, lag)
             state.departures[reason] = entry
         }
-        Metrics.departureLag[reason]?.recordMilliseconds(lag)
+        metrics.departureLag[reason]?.recordMilliseconds(lag)
     }
 
     /// The housekeeping's count of this node's device records without a session.
     func ghostCensus(_ count: Int) {
         state.withLock { $0.ghostDevices = count }
-        Metrics.ghostDevices.record(count)
+        metrics.ghostDevices.record(count)
     }
 
     var snapshot: Snapshot { state.withLock { $0 } }

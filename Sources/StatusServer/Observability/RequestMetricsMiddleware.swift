@@ -12,8 +12,14 @@ import Synchronization
 /// to the connection, each flushed, which is two `write` system calls where one does. Every statusd route answers
 /// with a body it has built in memory, so the time to produce the response is the time of the request but for the
 /// last write of a few hundred bytes, and the response stays one write.
+///
+/// The series go to the node's own registry (``NodeMetrics/factory``), not to the process's metrics system.
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
-    private let cache = RequestMetricsCache()
+    private let cache: RequestMetricsCache
+
+    init(factory: any MetricsFactory) {
+        cache = RequestMetricsCache(factory: factory)
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = DispatchTime.now().uptimeNanoseconds
@@ -63,19 +69,25 @@ private struct RouteMetrics: Sendable {
     let duration: CoreMetrics.Timer
     let errors: Counter
 
-    init(_ key: RouteKey) {
+    init(_ key: RouteKey, factory: any MetricsFactory) {
         let dimensions = [
             ("http.route", key.route), ("http.request.method", key.method.description),
             ("http.response.status_code", key.status.code.description),
         ]
-        requests = Counter(label: "hb.requests", dimensions: dimensions)
-        duration = CoreMetrics.Timer(label: "http.server.request.duration", dimensions: dimensions, preferredDisplayUnit: TimeUnit.seconds)
+        requests = Counter(label: "hb.requests", dimensions: dimensions, factory: factory)
+        duration = CoreMetrics.Timer(
+            label: "http.server.request.duration",
+            dimensions: dimensions,
+            preferredDisplayUnit: TimeUnit.seconds,
+            factory: factory
+        )
         errors = Counter(
             label: "hb.request.errors",
             dimensions: [
                 ("http.route", key.route), ("http.request.method", key.method.description),
                 ("error.type", key.status.code.description),
-            ]
+            ],
+            factory: factory
         )
     }
 }
@@ -83,13 +95,18 @@ private struct RouteMetrics: Sendable {
 /// The handles made so far. Routes, methods and statuses are few (unknown paths share one route, "NotFound"), so the
 /// cache stays small.
 private final class RequestMetricsCache: Sendable {
+    private let factory: any MetricsFactory
     private let routes = Mutex<[RouteKey: RouteMetrics]>([:])
     private let methods = Mutex<[HTTPRequest.Method: Meter]>([:])
+
+    init(factory: any MetricsFactory) {
+        self.factory = factory
+    }
 
     func route(_ key: RouteKey) -> RouteMetrics {
         routes.withLock { routes in
             if let metrics = routes[key] { return metrics }
-            let metrics = RouteMetrics(key)
+            let metrics = RouteMetrics(key, factory: factory)
             routes[key] = metrics
             return metrics
         }
@@ -98,7 +115,7 @@ private final class RequestMetricsCache: Sendable {
     func active(_ method: HTTPRequest.Method) -> Meter {
         methods.withLock { methods in
             if let meter = methods[method] { return meter }
-            let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.description)])
+            let meter = Meter(label: "http.server.active_requests", dimensions: [("http.request.method", method.description)], factory: factory)
             methods[method] = meter
             return meter
         }

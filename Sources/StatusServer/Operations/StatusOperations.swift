@@ -1,12 +1,14 @@
 import Foundation
-import RedisClient
 import StatusCore
 
 /// The four operations of SPEC §4 plus the listings, with every gate, quota and rule. Both transports (HTTP server
 /// API and device WebSocket) call these, so they share semantics and counters.
 struct StatusOperations: Sendable {
-    /// Runs the operations' own scripts (the admission, activity, subscription marks).
-    let runner: ScriptRunner
+    /// The rate-limited reads of statuses, each with its gate in one round trip (the admission, the activity, the
+    /// subscription marks).
+    let queries: StatusQueryStore
+    /// The callers' own subscription sets.
+    let subscriptions: SubscriptionStore
     /// The app's user indexes, which listings page through.
     let listings: ListingStore
     let users: UserDirectory
@@ -94,18 +96,9 @@ struct StatusOperations: Sendable {
             let pipelined =
                 ids.count <= Self.pipelinedQueryLimit
                 && !hints.admitFirst(appId: app.appId, userId: userId, operation: .getUserStatus, now: clock.now)
-            let (admission, replies) = try await admit(
-                .getUserStatus,
-                app: app,
-                userId: userId,
-                asked: ids,
-                then: pipelined ? StatusRepository.statusReads(appId: app.appId, userIds: ids, viewer: userId) : []
-            )
-            if pipelined {
-                found = try await statuses.completed(
-                    StatusRepository.stored(userIds: ids, friends: admission.friends, viewer: userId, from: replies[...]),
-                    appId: app.appId
-                )
+            let (admission, read) = try await admit(.getUserStatus, app: app, userId: userId, asked: ids, readingStatuses: pipelined)
+            if let read {
+                found = read
             } else {
                 found = try await statuses.stored(appId: app.appId, userIds: ids, friends: admission.friends, viewer: userId)
             }
@@ -114,14 +107,10 @@ struct StatusOperations: Sendable {
         } else {
             // Only the caller: not counted, but activity while online (SPEC §2), recorded in the read's round trip;
             // reading their status tells whether they exist.
-            let (_, replies) = try await runner.run(
-                UserActivity.self,
-                keys: .init(user: RedisKeys(appId: app.appId).user(userId)),
-                arguments: .init(),
-                then: StatusRepository.statusReads(appId: app.appId, userIds: ids)
-            )
-            found = try await statuses.completed(StatusRepository.stored(userIds: ids, from: replies), appId: app.appId)
-            guard found[userId] != nil else { throw StatusError(.userNotFound, "user \(userId) not found") }
+            guard let own = try await queries.ownStatus(appId: app.appId, userId: userId) else {
+                throw StatusError(.userNotFound, "user \(userId) not found")
+            }
+            found = [userId: own]
         }
         var result = StatusQueryResult(statuses: [], failures: [])
         for id in ids {
@@ -138,7 +127,7 @@ struct StatusOperations: Sendable {
     static let pipelinedQueryLimit = 100
 
     /// What `query_rate_limit.lua` answers for an accepted call (its twin ``QueryRateLimit``).
-    typealias QueryAdmission = QueryRateLimit.Admission
+    typealias QueryAdmission = StatusQueryStore.Admission
 
     /// subscribeUserStatus: premium + statusQuery, 1...subscribeBatchLimit ids, rate limited; per-id failures; the
     /// earliest subscriptions are evicted past subscriptionLimit in the same atomic step as the add.
@@ -149,33 +138,23 @@ struct StatusOperations: Sendable {
         let others = ids.filter { $0 != userId }
         // First the caller's own keys: the rate limit (and that the caller exists), their block lists and friendships;
         // a refused call stops here, before any target is touched (SPEC §10.7).
-        let (admission, _) = try await admit(.subscribe, app: app, userId: userId, asked: others)
+        let (admission, _) = try await admit(.subscribe, app: app, userId: userId, asked: others, readingStatuses: false)
         // Then, in one round trip, each target's existence with its reverse-index entry, and its status: the version
         // the subscription starts from, and the reply's `statuses`.
-        let keys = RedisKeys(appId: app.appId)
-        let runner = self.runner
-        let marks = try others.map { target in
-            try runner.command(SubscribeTarget.self, keys: .init(target: keys.user(target)), arguments: .init(subscriber: userId))
-        }
-        let replies = try await runner.pipeline(
-            marks + StatusRepository.statusReads(appId: app.appId, userIds: others, viewer: userId),
-            loading: [SubscribeTarget.self]
-        )
-        let found = try await statuses.completed(
-            StatusRepository.stored(userIds: others, friends: admission.friends, viewer: userId, from: replies.dropFirst(others.count)),
-            appId: app.appId
+        let (existing, found) = try await queries.markTargets(
+            appId: app.appId,
+            subscriber: userId,
+            targets: others,
+            friends: admission.friends
         )
         var result = SubscribeResult(subscribed: [], evicted: [], failures: [], statuses: [])
         var since: [String: Int64] = [:]
-        var marked = 0
         for id in ids {
             if id == userId {
                 result.failures.append(UserFailure(userId: id, code: .cannotSubscribeSelf))
                 continue
             }
-            let exists = try ScriptRunner.decode(SubscribeTarget.self, replies[marked]).value
-            marked += 1
-            if exists, let stored = found[id] {
+            if existing.contains(id), let stored = found[id] {
                 result.subscribed.append(id)
                 result.statuses.append(
                     Self.seen(stored, by: userId, blocked: admission.blocked, blockVersions: admission.blockVersions, config: app.config)
@@ -187,13 +166,13 @@ struct StatusOperations: Sendable {
             }
         }
         if !result.subscribed.isEmpty {
-            let user = keys.user(userId)
-            let config = app.config
-            result.evicted = try await runner.run(
-                Subscribe.self,
-                keys: .init(user: user),
-                arguments: .init(limit: config.subscriptionLimit, retentionMs: retentionMs(config), targets: result.subscribed)
-            ).evicted
+            result.evicted = try await subscriptions.subscribe(
+                appId: app.appId,
+                userId: userId,
+                targets: result.subscribed,
+                limit: app.config.subscriptionLimit,
+                retentionMs: retentionMs(app.config)
+            )
         }
         // The nodes of the caller's devices start hearing the new targets when this reaches them; what the targets
         // changed meanwhile is caught up from `since` (FanoutService.catchUp), so no change after this call is lost.
@@ -224,29 +203,27 @@ struct StatusOperations: Sendable {
 
     /// Admits a call of a rate-limited operation that reads others (`query_rate_limit.lua`): counts it or throws
     /// `RATE_LIMITED` (or `USER_NOT_FOUND` for an unknown caller), and answers the caller's block lists and which of
-    /// `asked` are their friends. `then` rides in the same round trip (reads only: they are sent again on NOSCRIPT);
-    /// their replies come second. The outcome feeds ``AdmissionHints``.
+    /// `asked` are their friends; with `readingStatuses`, the statuses of `asked` read in the same round trip
+    /// (``StatusQueryStore/admit(_:appId:userId:rateLimit:asked:readingStatuses:)``). The outcome feeds
+    /// ``AdmissionHints``.
     private func admit(
         _ operation: RateLimitedOperation,
         app: AppRecord,
         userId: String,
         asked: [String],
-        then commands: [[String]] = []
-    ) async throws -> (QueryAdmission, ArraySlice<RedisValue>) {
+        readingStatuses: Bool
+    ) async throws -> (QueryAdmission, [String: StoredStatus]?) {
         let admission: QueryAdmission
-        let replies: ArraySlice<RedisValue>
+        let read: [String: StoredStatus]?
         do {
-            let reply: QueryRateLimit.Reply
-            (reply, replies) = try await runner.run(
-                QueryRateLimit.self,
-                keys: .init(user: RedisKeys(appId: app.appId).user(userId), operation: operation),
-                arguments: .init(rateLimit: RateLimitArguments(app.config.rateLimit), asked: asked),
-                then: commands
+            (admission, read) = try await queries.admit(
+                operation,
+                appId: app.appId,
+                userId: userId,
+                rateLimit: app.config.rateLimit,
+                asked: asked,
+                readingStatuses: readingStatuses
             )
-            admission = reply.admission
-            guard admission.friends.count == asked.count else {
-                throw StatusReplyError(script: "query_rate_limit.lua", problem: "\(admission.friends.count) friend flags for \(asked.count) users")
-            }
         } catch let error as StatusError where error.code == .rateLimited {
             let retry = Duration.milliseconds(error.retryAfterMs ?? 1000)
             hints.record(appId: app.appId, userId: userId, operation: operation, callsLeft: nil, retryAfter: retry, now: clock.now)
@@ -254,7 +231,7 @@ struct StatusOperations: Sendable {
         }
         let window = Duration.seconds(app.config.rateLimit.windowSeconds)
         hints.record(appId: app.appId, userId: userId, operation: operation, callsLeft: admission.callsLeft, retryAfter: window, now: clock.now)
-        return (admission, replies)
+        return (admission, read)
     }
 
     /// unsubscribeUserStatus: same gating, batch and rate limit as subscribe; an empty or missing list removes all.
@@ -263,24 +240,20 @@ struct StatusOperations: Sendable {
         try app.config.requireStatusQuery()
         _ = try RequestRules.batch(userIds ?? [], limit: app.config.subscribeBatchLimit, allowEmpty: true)
         try await users.requireExists(appId: app.appId, userId: userId)
-        let user = RedisKeys(appId: app.appId).user(userId)
-        let reply = try await runner.run(
-            Unsubscribe.self,
-            keys: .init(user: user),
-            arguments: .init(rateLimit: RateLimitArguments(app.config.rateLimit), retentionMs: retentionMs(app.config), targets: ids)
+        let removed = try await subscriptions.unsubscribe(
+            appId: app.appId,
+            userId: userId,
+            targets: ids,
+            rateLimit: app.config.rateLimit,
+            retentionMs: retentionMs(app.config)
         )
         await bus.publish(.relationsChanged(appId: app.appId, userIds: [userId]))
-        return UnsubscribeResult(unsubscribed: reply.removed)
+        return UnsubscribeResult(unsubscribed: removed)
     }
 
     /// The user's subscriptions, oldest first; the existence check and the read are one round trip.
     func subscriptions(appId: String, userId: String) async throws -> [String] {
-        let reply = try await users.requireExists(
-            appId: appId,
-            userId: userId,
-            thenRead: ["ZRANGE", RedisKeys(appId: appId).user(userId).subscriptions, "0", "-1"]
-        )
-        return reply.array?.compactMap(\.string) ?? []
+        try await subscriptions.list(appId: appId, userId: userId)
     }
 
     /// The backend's view of anyone's status: no user rate limit, no gating, no blocking; devices only with `detail`.

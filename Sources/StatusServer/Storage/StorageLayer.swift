@@ -14,6 +14,9 @@ struct StorageLayer: Sendable {
     let apps: AppRegistry
     let users: UserDirectory
     let statuses: StatusRepository
+    /// The reads of statuses a call makes with its gate (rate limit, activity, subscription marks), one round trip each.
+    let statusQueries: StatusQueryStore
+    let subscriptions: SubscriptionStore
     let relations: RelationsLoader
     let deviceRecords: DeviceRecordStore
     let recentChanges: RecentChangesLog
@@ -41,6 +44,8 @@ struct StorageLayer: Sendable {
         apps = AppRegistry(redis: redis, scripts: scripts, clock: clock)
         users = UserDirectory(redis: redis, scripts: scripts, clock: clock)
         statuses = StatusRepository(redis: redis, scripts: scripts, clock: clock)
+        statusQueries = StatusQueryStore(runner: runner, statuses: statuses)
+        subscriptions = SubscriptionStore(runner: runner, users: users)
         relations = RelationsLoader(redis: redis)
         deviceRecords = DeviceRecordStore(redis: redis)
         recentChanges = RecentChangesLog(redis: redis)

@@ -145,7 +145,7 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
             execute(next)
         case .refuse(let request, let error):
             if error.code == .rateLimited { session?.activity?.rateLimited.add(1, ordering: .relaxed) }
-            perform(.writeAndFlush([WebSocketWire.text(DeviceRequestHandler.refusal(of: request, error))]))
+            perform(.writeAndFlush([WebSocketWire.text(gateway.requests.refusal(of: request, error))]))
         case .closeAfterWriting(let frames):
             closeAfterWriting(frames)
         case .closeNow:

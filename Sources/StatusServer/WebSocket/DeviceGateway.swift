@@ -36,6 +36,8 @@ final class DeviceGateway: Sendable {
     let drain: NodeDrain
     /// The node's time, handed to each session (signs of life, request bursts) and a departure's loss time.
     let clock: any NodeClock
+    /// Devices and users connected here, and the slow consumers cut off.
+    let metrics: NodeMetrics
     let logger: Logger
 
     init(
@@ -53,6 +55,7 @@ final class DeviceGateway: Sendable {
         activity: AppActivity,
         drain: NodeDrain,
         clock: any NodeClock,
+        metrics: NodeMetrics,
         logger: Logger
     ) {
         self.drain = drain
@@ -69,6 +72,7 @@ final class DeviceGateway: Sendable {
         self.limits = limits
         self.activity = activity
         self.clock = clock
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -279,7 +283,7 @@ final class DeviceGateway: Sendable {
             session.eventLoop.execute { handler.value.requestFinished(frame, closeAfter: after == .close) }
         }
         if !queued {
-            let refusal = WebSocketWire.text(DeviceRequestHandler.refusal(of: request, StatusError(.unavailable, "the node is overloaded")))
+            let refusal = WebSocketWire.text(requests.refusal(of: request, StatusError(.unavailable, "the node is overloaded")))
             session.eventLoop.execute { handler.value.requestFinished(refusal, closeAfter: false) }
         }
     }
@@ -292,7 +296,7 @@ final class DeviceGateway: Sendable {
         // was alive until then: the versions written to it in that window are recorded, and not sent again.
         let closedUnderNode = ending == .disconnected || ending == .cutOff || ending == .draining
         let sent = closedUnderNode ? delivered.versions(since: session.lastActiveMs - ResumePoint.clockMargin) : [:]
-        if ending == .tooSlow { Metrics.slowConsumers.increment() }
+        if ending == .tooSlow { metrics.slowConsumers.increment() }
         // Whom the session heard about, read from the index now, while its user's relationships are still there.
         let heard = (facts: index.watched(by: session), blocked: index.blocked(by: session))
         let queued = work.submit { await self.fileDeparture(session, because: ending, delivered: sent, heard: heard) }
@@ -351,7 +355,7 @@ final class DeviceGateway: Sendable {
     }
 
     private func recordGauges() {
-        Metrics.connectedDevices.record(index.count)
-        Metrics.onlineUsers.record(index.userCount)
+        metrics.connectedDevices.record(index.count)
+        metrics.onlineUsers.record(index.userCount)
     }
 }

@@ -9,6 +9,8 @@ struct DeviceRequestHandler: Sendable {
     let apps: AppRegistry
     let operations: StatusOperations
     let presence: PresenceOperations
+    /// Counts calls refused by the rate limit.
+    let metrics: NodeMetrics
 
     /// A request frame. For `setSelfStatus`, `customStatus` absent keeps it, `null` or `""` clears it (SPEC §4);
     /// `availability` absent keeps it (SPEC §10.1); `clearAfterSeconds` goes with a custom status set (SPEC §10.2).
@@ -120,7 +122,7 @@ struct DeviceRequestHandler: Sendable {
         } catch {
             let mapped = ErrorMiddleware<StatusRequestContext>.statusError(for: error)
             if mapped.code == .rateLimited {
-                Metrics.rateLimited.increment()
+                metrics.rateLimited.increment()
                 session.activity?.rateLimited.add(1, ordering: .relaxed)
             }
             return (DeviceFrames.failure(id: id, mapped), .keepOpen)
@@ -129,7 +131,7 @@ struct DeviceRequestHandler: Sendable {
 
     /// The error reply to a request that is not run (`request` nil for a frame that is not one, e.g. binary): echoes
     /// the request's `id` when it has one.
-    static func refusal(of request: ByteBuffer?, _ error: StatusError) -> String {
+    func refusal(of request: ByteBuffer?, _ error: StatusError) -> String {
         var id = JSONValue.null
         if let request {
             if case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: Data(request.readableBytesView)) {
@@ -138,7 +140,7 @@ struct DeviceRequestHandler: Sendable {
                 id = RequestIdPeek.id(in: request.readableBytesView) ?? .null
             }
         }
-        if error.code == .rateLimited { Metrics.rateLimited.increment() }
+        if error.code == .rateLimited { metrics.rateLimited.increment() }
         return DeviceFrames.failure(id: id, error)
     }
 

@@ -28,6 +28,8 @@ struct WebhookDispatcher: Service {
     let settings: WebhookDispatchSettings
     /// The node's time: the pacing of reindexing and of apps' rests, and the signing time of deliveries.
     let clock: any NodeClock
+    /// Counts deliveries by outcome.
+    let metrics: NodeMetrics
     let logger: Logger
 
     /// A dispatcher delivering from `webhooks`' queues, the apps' configs read from `apps`; `legacy` is the queue of an
@@ -38,15 +40,17 @@ struct WebhookDispatcher: Service {
         legacy: LegacyWebhookStore,
         settings: WebhookDispatchSettings = WebhookDispatchSettings(),
         clock: any NodeClock,
+        metrics: NodeMetrics,
         logger: Logger
     ) {
         self.apps = apps
         self.queue = webhooks.queue
         self.index = webhooks.index
         self.wakeup = webhooks.wakeup
-        self.legacy = WebhookLegacyQueue(store: legacy, queue: webhooks, logger: logger)
+        self.legacy = WebhookLegacyQueue(store: legacy, queue: webhooks, metrics: metrics, logger: logger)
         self.settings = settings
         self.clock = clock
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -187,18 +191,18 @@ struct WebhookDispatcher: Service {
         }
         switch await sender.post(job.body, to: webhook, now: clock.wallNow) {
         case .delivered:
-            Metrics.webhookDeliveries("success").increment()
+            metrics.webhooksDelivered.increment()
             await settle(job)
         case .failed(let reason):
             metadata["reason"] = "\(reason)"
             let attempts = job.attempt + 1
             guard attempts < settings.maxAttempts else {
-                Metrics.webhookDeliveries("dropped").increment()
+                metrics.webhooksDropped.increment()
                 logger.warning("webhook event dropped after its last attempt", metadata: metadata)
                 await settle(job)
                 return
             }
-            Metrics.webhookDeliveries("retry").increment()
+            metrics.webhooksRetried.increment()
             let delay = settings.backoff(afterAttempt: job.attempt)
             logger.debug("webhook delivery failed, retrying", metadata: metadata.merging(["delay": "\(delay)"]) { $1 })
             do {

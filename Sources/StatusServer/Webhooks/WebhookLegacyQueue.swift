@@ -6,6 +6,8 @@ import Logging
 struct WebhookLegacyQueue: Sendable {
     let store: LegacyWebhookStore
     let queue: WebhookQueue
+    /// Counts the events a full queue dropped.
+    let metrics: NodeMetrics
     let logger: Logger
 
     /// Moves everything left in the old queue; returns how many events were moved.
@@ -42,7 +44,7 @@ struct WebhookLegacyQueue: Sendable {
     /// earlier version did).
     private func move(appId: String, body: String) async throws {
         let enqueued = try await queue.queue.enqueue(appId: appId, body: body, generation: "", bound: queue.maxPendingPerApp)
-        if enqueued.dropped > 0 { Metrics.webhookDeliveries("dropped").increment(by: enqueued.dropped) }
+        if enqueued.dropped > 0 { metrics.webhooksDropped.increment(by: enqueued.dropped) }
         if enqueued.first { try await queue.index.add(appId) }
     }
 }

@@ -15,9 +15,19 @@ struct WebhookQueue: Sendable {
 
     /// The node's wall time, an event's `eventTime`.
     let clock: any NodeClock
+    /// Counts the events dropped from a full queue.
+    let metrics: NodeMetrics
 
-    init(queue: WebhookAppQueue, index: WebhookAppIndex, maxPendingPerApp: Int, clock: any NodeClock, logger: Logger) {
+    init(
+        queue: WebhookAppQueue,
+        index: WebhookAppIndex,
+        maxPendingPerApp: Int,
+        clock: any NodeClock,
+        metrics: NodeMetrics,
+        logger: Logger
+    ) {
         self.clock = clock
+        self.metrics = metrics
         self.queue = queue
         self.index = index
         self.maxPendingPerApp = maxPendingPerApp
@@ -74,7 +84,7 @@ struct WebhookQueue: Sendable {
             let body = try JSONCoding.string(event)
             let enqueued = try await queue.enqueue(appId: app.appId, body: body, generation: app.generation, bound: maxPendingPerApp)
             if enqueued.dropped > 0 {
-                Metrics.webhookDeliveries("dropped").increment(by: enqueued.dropped)
+                metrics.webhooksDropped.increment(by: enqueued.dropped)
                 logger.warning(
                     "webhook events dropped: the app has too many undelivered",
                     metadata: ["appId": "\(app.appId)", "dropped": "\(enqueued.dropped)", "bound": "\(maxPendingPerApp)"]
