@@ -3,9 +3,12 @@ import RedisClient
 
 /// The Lua scripts of `Scripts/`, each prefixed with the shared prelude `lib.lua`, and the fence every call of them
 /// carries (``WriteFence``: the prelude refuses a call that reached Redis after its caller gave up on it).
-struct ScriptLibrary: Sendable {
+///
+/// A class: the repositories and runners that hold it are copied on every request, and a copy of a struct of 32
+/// scripts (three strings each) retained and released each string; a reference is one count.
+final class ScriptLibrary: Sendable {
     /// Gives each call its deadline on Redis's clock, the first argument of every script.
-    var fence: WriteFence = .open
+    let fence: WriteFence
     let setCustomStatus: RedisScript
     let deviceConnect: RedisScript
     let connectAdmission: RedisScript
@@ -53,45 +56,47 @@ struct ScriptLibrary: Sendable {
 
     /// Loads the scripts (embedded in the binary); their calls carry `fence`'s deadlines.
     static func load(fence: WriteFence = .open) throws -> ScriptLibrary {
-        let prelude = try source("lib")
+        try ScriptLibrary(fence: fence)
+    }
+
+    private init(fence: WriteFence) throws {
+        let prelude = try Self.source("lib")
         func script(_ name: String) throws -> RedisScript {
-            RedisScript(name: name, source: prelude + "\n" + (try source(name)))
+            RedisScript(name: name, source: prelude + "\n" + (try Self.source(name)))
         }
-        return ScriptLibrary(
-            fence: fence,
-            setCustomStatus: try script("set_custom_status"),
-            deviceConnect: try script("device_connect"),
-            connectAdmission: try script("connect_admission"),
-            deviceState: try script("device_state"),
-            devicesRemove: try script("devices_remove"),
-            subscribe: try script("subscribe"),
-            subscribeTarget: try script("subscribe_target"),
-            unsubscribe: try script("unsubscribe"),
-            queryRateLimit: try script("query_rate_limit"),
-            presenceIndex: try script("presence_index"),
-            appCreate: try script("app_create"),
-            appConfigUpdate: try script("app_config_update"),
-            profilePut: try script("profile_put"),
-            appDeleteMark: try script("app_delete_mark"),
-            appDeleteClaim: try script("app_delete_claim"),
-            appDeleteFinish: try script("app_delete_finish"),
-            statusReadCopy: try script("status_read_copy"),
-            userActivity: try script("user_activity"),
-            webhookEnqueue: try script("webhook_enqueue"),
-            webhookTake: try script("webhook_take"),
-            webhookSettle: try script("webhook_settle"),
-            webhookRetry: try script("webhook_retry"),
-            webhookIndexAdd: try script("webhook_index_add"),
-            webhookIndexRemove: try script("webhook_index_remove"),
-            customStatusExpire: try script("custom_status_expire"),
-            dueTake: try script("due_take"),
-            dueDone: try script("due_done"),
-            graceEnd: try script("grace_end"),
-            dueAppMark: try script("due_app_mark"),
-            dueAppsTake: try script("due_apps_take"),
-            dueAppSettle: try script("due_app_settle"),
-            blockSide: try script("block_side")
-        )
+        self.fence = fence
+        setCustomStatus = try script("set_custom_status")
+        deviceConnect = try script("device_connect")
+        connectAdmission = try script("connect_admission")
+        deviceState = try script("device_state")
+        devicesRemove = try script("devices_remove")
+        subscribe = try script("subscribe")
+        subscribeTarget = try script("subscribe_target")
+        unsubscribe = try script("unsubscribe")
+        queryRateLimit = try script("query_rate_limit")
+        presenceIndex = try script("presence_index")
+        appCreate = try script("app_create")
+        appConfigUpdate = try script("app_config_update")
+        profilePut = try script("profile_put")
+        appDeleteMark = try script("app_delete_mark")
+        appDeleteClaim = try script("app_delete_claim")
+        appDeleteFinish = try script("app_delete_finish")
+        statusReadCopy = try script("status_read_copy")
+        userActivity = try script("user_activity")
+        webhookEnqueue = try script("webhook_enqueue")
+        webhookTake = try script("webhook_take")
+        webhookSettle = try script("webhook_settle")
+        webhookRetry = try script("webhook_retry")
+        webhookIndexAdd = try script("webhook_index_add")
+        webhookIndexRemove = try script("webhook_index_remove")
+        customStatusExpire = try script("custom_status_expire")
+        dueTake = try script("due_take")
+        dueDone = try script("due_done")
+        graceEnd = try script("grace_end")
+        dueAppMark = try script("due_app_mark")
+        dueAppsTake = try script("due_apps_take")
+        dueAppSettle = try script("due_app_settle")
+        blockSide = try script("block_side")
     }
 
     /// A script's source, embedded in the binary (``EmbeddedResources``).
