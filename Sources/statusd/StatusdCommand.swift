@@ -43,6 +43,14 @@ struct StatusdCommand: AsyncParsableCommand {
 
     @Option(
         help: """
+            Device upgrades queued or connecting past which a new one is refused at once with 503 and Retry-After, so \
+            that a reconnect storm cannot overwhelm the node (env STATUSD_MAX_PENDING_CONNECTS).
+            """
+    )
+    var maxPendingConnects: Int = Int(ProcessInfo.processInfo.environment["STATUSD_MAX_PENDING_CONNECTS"] ?? "") ?? 512
+
+    @Option(
+        help: """
             Port of an operator listener serving /metrics without credentials (env STATUSD_METRICS_PORT; the public \
             /metrics asks for the admin key).
             """
@@ -82,6 +90,7 @@ struct StatusdCommand: AsyncParsableCommand {
         configuration.nodeLeaseSeconds = max(2, leaseSeconds)
         configuration.metricsPort = metricsPort
         configuration.metricsHost = metricsHost
+        configuration.maxPendingConnects = max(1, maxPendingConnects)
         configuration.drain = NodeDrain(duration: .milliseconds(Int64(max(0, drainSeconds) * 1000)))
         if adminKey == nil {
             // Logged, not printed: stdout is block-buffered under systemd and Docker, so a print could stay unseen; and

@@ -143,6 +143,8 @@ struct NodeWiring: Sendable {
         activity: AppActivity
     ) -> DeviceGateway {
         let snapshot = snapshot(index: index)
+        var admissionLimits = UpgradeAdmission.Limits()
+        admissionLimits.maxPending = max(1, configuration.maxPendingConnects)
         let resume = SessionResume(
             resumePoints: storage.resumePoints,
             recentChanges: storage.recentChanges,
@@ -167,6 +169,7 @@ struct NodeWiring: Sendable {
             limits: limits,
             activity: activity,
             drain: configuration.drain,
+            admission: admissionLimits,
             clock: configuration.clock,
             logger: logger
         )

@@ -115,6 +115,7 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private func expire(_ reason: Expired, context: ChannelHandlerContext) {
         guard !expired, context.channel.isActive else { return }
         expired = true
+        if reason == .timeout { Metrics.requestTimeouts.increment() }
         timer?.cancel()
         timer = nil
         context.fireUserInboundEventTriggered(reason)

@@ -43,6 +43,23 @@ enum Metrics {
     /// How late this node's last lease renewal came, beyond its period (a third of the lease): near 0 on a healthy
     /// node; a node whose lag nears two thirds of the lease is about to be taken for dead.
     static let leaseRenewalLag = Gauge(label: "statusd_lease_renewal_lag_seconds")
+    /// Device upgrades (`GET /v1/connect`), by how their admission ended: `accepted` (101), `refused` (a SPEC error
+    /// other than 503: token, parameters, `connectRateLimit`), `unavailable` (503 from Redis), `busy` (503 at once:
+    /// too many upgrades pending, see ``UpgradeAdmission``), `late` (503: waited past its bound before its turn),
+    /// `draining` (503: the node is stopping), `gone` (the connection closed before its answer, or before its turn:
+    /// the client gave up or the request's deadline closed it). A storm that overwhelms a node shows as `gone`, which costs the node the
+    /// whole connect for nothing, unless it shows as `busy` first.
+    static func deviceUpgrades(_ outcome: String) -> Counter {
+        Counter(label: "statusd_device_upgrades_total", dimensions: [("outcome", outcome)])
+    }
+    /// HTTP requests (device upgrades included) closed because they did not arrive whole, or were not answered,
+    /// within the request timeout of their first byte.
+    static let requestTimeouts = Counter(label: "statusd_request_timeouts_total")
+    /// How long a device upgrade waited for its turn in the node's work queue (admission to the start of its connect).
+    /// Device upgrades queued or connecting on this node (bounded by `--max-pending-connects`).
+    static let pendingUpgrades = Gauge(label: "statusd_pending_device_upgrades")
+    static let upgradeWaitLabel = "statusd_device_upgrade_wait_seconds"
+    static let upgradeWait = Timer(label: upgradeWaitLabel)
     /// Webhook deliveries, by outcome.
     static func webhookDeliveries(_ outcome: String) -> Counter {
         Counter(label: "statusd_webhook_deliveries_total", dimensions: [("outcome", outcome)])

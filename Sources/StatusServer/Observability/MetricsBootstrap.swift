@@ -23,6 +23,12 @@ enum MetricsBootstrap {
                 .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5),
                 .seconds(10), .seconds(30), .seconds(60), .seconds(120), .seconds(300), .seconds(600),
             ]
+            // A device upgrade's wait for its turn: well under a second on a node that keeps up, up to the request
+            // timeout (10 s) on one that does not.
+            factory.durationHistogramBuckets[Metrics.upgradeWaitLabel] = [
+                .milliseconds(1), .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+                .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
+            ]
             MetricsSystem.bootstrap(factory)
             current = registry
             return registry

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import StatusCore
+import Synchronization
 
 /// `GET /v1/connect`, the device WebSocket (SPEC §7), around the sessions: admits an upgrade (token, parameters,
 /// connect in Redis), runs a session's requests and files its departure. Everything asynchronous goes through the
@@ -37,6 +38,8 @@ final class DeviceGateway: Sendable {
     /// The node's time, handed to each session (signs of life, request bursts) and a departure's loss time.
     let clock: any NodeClock
     let logger: Logger
+    /// The upgrades pending, and the bound that refuses more (a reconnect storm).
+    private let admission: Mutex<UpgradeAdmission>
 
     init(
         tokens: TokenService,
@@ -52,9 +55,11 @@ final class DeviceGateway: Sendable {
         limits: DeviceConnectionStateMachine.Limits,
         activity: AppActivity,
         drain: NodeDrain,
+        admission: UpgradeAdmission.Limits = UpgradeAdmission.Limits(),
         clock: any NodeClock,
         logger: Logger
     ) {
+        self.admission = Mutex(UpgradeAdmission(limits: admission))
         self.drain = drain
         self.tokens = tokens
         self.apps = apps
@@ -112,23 +117,74 @@ final class DeviceGateway: Sendable {
         }
     }
 
-    /// Admits or refuses an upgrade request; the future completes on the channel's event loop.
+    /// Admits or refuses an upgrade request; the future completes on the channel's event loop. Refused at once, before
+    /// any work, when the node is stopping or has too many upgrades pending (``UpgradeAdmission``).
     func admit(_ head: HTTPRequestHead, channel: any Channel) -> EventLoopFuture<Admission> {
-        if drain.isDraining {
-            // SPEC §9: a draining node takes no new device; the client reconnects through another node.
-            return channel.eventLoop.makeSucceededFuture(.refused(StatusError(.unavailable, "the node is shutting down")))
+        let (arrival, pending) = admission.withLock { ($0.arrive(draining: drain.isDraining), $0.pending) }
+        if case .refuse(let refusal) = arrival {
+            return channel.eventLoop.makeSucceededFuture(.refused(refused(refusal)))
         }
+        Metrics.pendingUpgrades.record(pending)
         let promise = channel.eventLoop.makePromise(of: Admission.self)
+        let queuedAt = ContinuousClock.now
         let queued = work.submit {
-            do {
-                let (session, welcome) = try await self.open(head, channel: channel)
-                promise.succeed(.accepted(session, welcome: welcome))
-            } catch {
-                promise.succeed(.refused(ErrorMiddleware<StatusRequestContext>.statusError(for: error)))
+            let waitedMs = (ContinuousClock.now - queuedAt).inMilliseconds
+            Metrics.upgradeWait.recordMilliseconds(waitedMs)
+            let turn = self.admission.withLock {
+                $0.turn(waitedMs: waitedMs, draining: self.drain.isDraining, connectionOpen: channel.isActive)
             }
+            switch turn {
+            case .connect:
+                let result: Admission
+                do {
+                    let (session, welcome) = try await self.open(head, channel: channel)
+                    result = .accepted(session, welcome: welcome)
+                } catch {
+                    result = .refused(ErrorMiddleware<StatusRequestContext>.statusError(for: error))
+                }
+                Metrics.deviceUpgrades(Self.outcome(of: result, channelOpen: channel.isActive)).increment()
+                promise.succeed(result)
+            case .refuse(let refusal):
+                promise.succeed(.refused(self.refused(refusal)))
+            case .skip:
+                Metrics.deviceUpgrades("gone").increment()
+                promise.succeed(.refused(StatusError(.unavailable, "the connection closed before its turn")))
+            }
+            self.finishAdmission()
         }
-        if !queued { promise.succeed(.refused(StatusError(.unavailable, "the node is overloaded, try again"))) }
+        if !queued {
+            finishAdmission()
+            promise.succeed(.refused(refused(.busy)))
+        }
         return promise.futureResult
+    }
+
+    /// The 503 of a refused upgrade, counted.
+    private func refused(_ refusal: UpgradeAdmission.Refusal) -> StatusError {
+        Metrics.deviceUpgrades(UpgradeAdmission.outcome(of: refusal)).increment()
+        let message =
+            switch refusal {
+            case .draining: "the node is shutting down"
+            case .busy, .late: "the node is busy connecting other devices, try again"
+            }
+        return StatusError(.unavailable, message, retryAfterMs: admission.withLock { $0.retryAfterMs(for: refusal) })
+    }
+
+    private func finishAdmission() {
+        let pending = admission.withLock {
+            $0.finish()
+            return $0.pending
+        }
+        Metrics.pendingUpgrades.record(pending)
+    }
+
+    /// The `outcome` label of ``Metrics/deviceUpgrades(_:)`` for an admission that ran its connect.
+    private static func outcome(of admission: Admission, channelOpen: Bool) -> String {
+        guard channelOpen else { return "gone" }
+        switch admission {
+        case .accepted: return "accepted"
+        case .refused(let error): return error.code == .unavailable ? "unavailable" : "refused"
+        }
     }
 
     /// Checks the token (401), the browser's origin against the app's `allowedOrigins` (403) and the query parameters
