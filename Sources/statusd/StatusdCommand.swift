@@ -104,13 +104,14 @@ struct StatusdCommand: AsyncParsableCommand {
             let app = try buildApplication(configuration: configuration, logger: logger)
             // The drain after the application: a service group stops its services in reverse order, so on SIGTERM the
             // node drains first (not ready, device sockets closed with 1012 over the drain time), then stops.
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [app, NodeDrainService(drain: configuration.drain)],
-                    gracefulShutdownSignals: [.sigterm, .sigint],
-                    logger: logger
-                )
+            var groupConfiguration = ServiceGroupConfiguration(
+                services: [app, NodeDrainService(drain: configuration.drain)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
             )
+            // A stop takes the drain and a bound, no longer, however busy the machine (NodeDrain.stopBound).
+            groupConfiguration.maximumGracefulShutdownDuration = configuration.drain.stopBound
+            let group = ServiceGroup(configuration: groupConfiguration)
             try await group.run()
         } catch {
             await embedded?.stop(logger: logger)
