@@ -43,11 +43,12 @@ struct StatusdCommand: AsyncParsableCommand {
 
     @Option(
         help: """
-            Device upgrades queued or connecting past which a new one is refused at once with 503 and Retry-After, so \
-            that a reconnect storm cannot overwhelm the node (env STATUSD_MAX_PENDING_CONNECTS).
+            Device upgrades queued or connecting past which a new one is refused at once with 503 and Retry-After, \
+            however fast the node connects; below it, as many as the node connects in 5 s (env \
+            STATUSD_MAX_PENDING_CONNECTS).
             """
     )
-    var maxPendingConnects: Int = Int(ProcessInfo.processInfo.environment["STATUSD_MAX_PENDING_CONNECTS"] ?? "") ?? 512
+    var maxPendingConnects: Int = Int(ProcessInfo.processInfo.environment["STATUSD_MAX_PENDING_CONNECTS"] ?? "") ?? 8_192
 
     @Option(
         help: """

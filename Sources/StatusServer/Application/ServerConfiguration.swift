@@ -42,8 +42,8 @@ public struct ServerConfiguration: Sendable {
     public var metricsHost = "127.0.0.1"
     /// How the node drains when asked to stop (SPEC §9): run by a ``NodeDrainService`` beside the application.
     public var drain = NodeDrain()
-    /// Device upgrades queued or connecting past which a new one is refused at once with 503 and `Retry-After`
-    /// (``UpgradeAdmission``): what keeps a reconnect storm from overwhelming the node.
+    /// Device upgrades queued or connecting past which a new one is refused at once with 503 and `Retry-After`, however
+    /// fast the node connects (``UpgradeAdmission``, which bounds them by time below this).
     public var maxPendingConnects = UpgradeAdmission.Limits().maxPending
 
     /// Creates a configuration.

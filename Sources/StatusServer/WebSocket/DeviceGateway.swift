@@ -120,7 +120,7 @@ final class DeviceGateway: Sendable {
     /// Admits or refuses an upgrade request; the future completes on the channel's event loop. Refused at once, before
     /// any work, when the node is stopping or has too many upgrades pending (``UpgradeAdmission``).
     func admit(_ head: HTTPRequestHead, channel: any Channel) -> EventLoopFuture<Admission> {
-        let (arrival, pending) = admission.withLock { ($0.arrive(draining: drain.isDraining), $0.pending) }
+        let (arrival, pending) = admission.withLock { ($0.arrive(draining: drain.isDraining, nowMs: Self.uptimeMs), $0.pending) }
         if case .refuse(let refusal) = arrival {
             return channel.eventLoop.makeSucceededFuture(.refused(refused(refusal)))
         }
@@ -131,7 +131,7 @@ final class DeviceGateway: Sendable {
             let waitedMs = (ContinuousClock.now - queuedAt).inMilliseconds
             Metrics.upgradeWait.recordMilliseconds(waitedMs)
             let turn = self.admission.withLock {
-                $0.turn(waitedMs: waitedMs, draining: self.drain.isDraining, connectionOpen: channel.isActive)
+                $0.turn(waitedMs: waitedMs, draining: self.drain.isDraining, connectionOpen: channel.isActive, nowMs: Self.uptimeMs)
             }
             switch turn {
             case .connect:
@@ -167,7 +167,8 @@ final class DeviceGateway: Sendable {
             case .draining: "the node is shutting down"
             case .busy, .late: "the node is busy connecting other devices, try again"
             }
-        return StatusError(.unavailable, message, retryAfterMs: admission.withLock { $0.retryAfterMs(for: refusal) })
+        let retryAfterMs = admission.withLock { $0.retryAfterMs(for: refusal, nowMs: Self.uptimeMs) }
+        return StatusError(.unavailable, message, retryAfterMs: retryAfterMs)
     }
 
     private func finishAdmission() {
@@ -177,6 +178,9 @@ final class DeviceGateway: Sendable {
         }
         Metrics.pendingUpgrades.record(pending)
     }
+
+    /// The clock of ``UpgradeAdmission``: the system's uptime in ms.
+    private static var uptimeMs: Int64 { Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000) }
 
     /// The `outcome` label of ``Metrics/deviceUpgrades(_:)`` for an admission that ran its connect.
     private static func outcome(of admission: Admission, channelOpen: Bool) -> String {
