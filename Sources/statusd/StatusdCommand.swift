@@ -52,6 +52,14 @@ struct StatusdCommand: AsyncParsableCommand {
 
     @Option(
         help: """
+            Device connects run at the same time: more absorb a reconnect storm sooner, fewer keep the deliveries to \
+            the devices already connected on time meanwhile (env STATUSD_CONNECT_CONCURRENCY).
+            """
+    )
+    var connectConcurrency: Int = Int(ProcessInfo.processInfo.environment["STATUSD_CONNECT_CONCURRENCY"] ?? "") ?? 96
+
+    @Option(
+        help: """
             Port of an operator listener serving /metrics without credentials (env STATUSD_METRICS_PORT; the public \
             /metrics asks for the admin key).
             """
@@ -92,6 +100,7 @@ struct StatusdCommand: AsyncParsableCommand {
         configuration.metricsPort = metricsPort
         configuration.metricsHost = metricsHost
         configuration.maxPendingConnects = max(1, maxPendingConnects)
+        configuration.connectConcurrency = max(1, connectConcurrency)
         configuration.drain = NodeDrain(duration: .milliseconds(Int64(max(0, drainSeconds) * 1000)))
         if adminKey == nil {
             // Logged, not printed: stdout is block-buffered under systemd and Docker, so a print could stay unseen; and

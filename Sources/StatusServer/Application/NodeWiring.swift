@@ -139,6 +139,7 @@ struct NodeWiring: Sendable {
         index: FanoutIndex,
         fanout: FanoutService,
         work: DeviceWorkQueue,
+        connects: DeviceWorkQueue,
         limits: DeviceConnectionStateMachine.Limits,
         activity: AppActivity
     ) -> DeviceGateway {
@@ -166,6 +167,7 @@ struct NodeWiring: Sendable {
             index: index,
             fanout: fanout,
             work: work,
+            connects: connects,
             limits: limits,
             activity: activity,
             drain: configuration.drain,

@@ -30,6 +30,10 @@ final class DeviceGateway: Sendable {
     let index: FanoutIndex
     let fanout: FanoutService
     let work: DeviceWorkQueue
+    /// Where upgrades wait for their connect: a queue of their own, running few at a time, so that a reconnect storm's
+    /// connects cannot fill the node's concurrency pool (a couple of threads on a small machine) with their tasks, in
+    /// front of the fan-out's and of the connected devices' requests.
+    let connects: DeviceWorkQueue
     let limits: DeviceConnectionStateMachine.Limits
     /// Per-app counters of this node, handed to each session.
     let activity: AppActivity
@@ -52,6 +56,7 @@ final class DeviceGateway: Sendable {
         index: FanoutIndex,
         fanout: FanoutService,
         work: DeviceWorkQueue,
+        connects: DeviceWorkQueue,
         limits: DeviceConnectionStateMachine.Limits,
         activity: AppActivity,
         drain: NodeDrain,
@@ -71,6 +76,7 @@ final class DeviceGateway: Sendable {
         self.index = index
         self.fanout = fanout
         self.work = work
+        self.connects = connects
         self.limits = limits
         self.activity = activity
         self.clock = clock
@@ -127,7 +133,7 @@ final class DeviceGateway: Sendable {
         Metrics.pendingUpgrades.record(pending)
         let promise = channel.eventLoop.makePromise(of: Admission.self)
         let queuedAt = ContinuousClock.now
-        let queued = work.submit {
+        let queued = connects.submit {
             let waitedMs = (ContinuousClock.now - queuedAt).inMilliseconds
             Metrics.upgradeWait.recordMilliseconds(waitedMs)
             let turn = self.admission.withLock {
