@@ -43,6 +43,23 @@ struct StatusdCommand: AsyncParsableCommand {
 
     @Option(
         help: """
+            Device upgrades queued or connecting past which a new one is refused at once with 503 and Retry-After, \
+            however fast the node connects; below it, as many as the node connects in 5 s (env \
+            STATUSD_MAX_PENDING_CONNECTS).
+            """
+    )
+    var maxPendingConnects: Int = Int(ProcessInfo.processInfo.environment["STATUSD_MAX_PENDING_CONNECTS"] ?? "") ?? 8_192
+
+    @Option(
+        help: """
+            Device connects run at the same time: more absorb a reconnect storm sooner, fewer keep the deliveries to \
+            the devices already connected on time meanwhile (env STATUSD_CONNECT_CONCURRENCY).
+            """
+    )
+    var connectConcurrency: Int = Int(ProcessInfo.processInfo.environment["STATUSD_CONNECT_CONCURRENCY"] ?? "") ?? 96
+
+    @Option(
+        help: """
             Port of an operator listener serving /metrics without credentials (env STATUSD_METRICS_PORT; the public \
             /metrics asks for the admin key).
             """
@@ -82,6 +99,8 @@ struct StatusdCommand: AsyncParsableCommand {
         configuration.nodeLeaseSeconds = max(2, leaseSeconds)
         configuration.metricsPort = metricsPort
         configuration.metricsHost = metricsHost
+        configuration.maxPendingConnects = max(1, maxPendingConnects)
+        configuration.connectConcurrency = max(1, connectConcurrency)
         configuration.drain = NodeDrain(duration: .milliseconds(Int64(max(0, drainSeconds) * 1000)))
         if adminKey == nil {
             // Logged, not printed: stdout is block-buffered under systemd and Docker, so a print could stay unseen; and
@@ -95,13 +114,14 @@ struct StatusdCommand: AsyncParsableCommand {
             let app = try buildApplication(configuration: configuration, logger: logger)
             // The drain after the application: a service group stops its services in reverse order, so on SIGTERM the
             // node drains first (not ready, device sockets closed with 1012 over the drain time), then stops.
-            let group = ServiceGroup(
-                configuration: .init(
-                    services: [app, NodeDrainService(drain: configuration.drain)],
-                    gracefulShutdownSignals: [.sigterm, .sigint],
-                    logger: logger
-                )
+            var groupConfiguration = ServiceGroupConfiguration(
+                services: [app, NodeDrainService(drain: configuration.drain)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
             )
+            // A stop takes the drain and a bound, no longer, however busy the machine (NodeDrain.stopBound).
+            groupConfiguration.maximumGracefulShutdownDuration = configuration.drain.stopBound
+            let group = ServiceGroup(configuration: groupConfiguration)
             try await group.run()
         } catch {
             await embedded?.stop(logger: logger)

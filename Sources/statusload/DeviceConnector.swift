@@ -133,6 +133,7 @@ final class DeviceConnector: Sendable {
         welcomed: Bool,
         dropRequested: Bool,
         closeCode: UInt16?,
+        retryAfterMs: Int? = nil,
         lostAt: UInt64?,
         attempt: Int,
         stats: LoopStats
@@ -148,7 +149,7 @@ final class DeviceConnector: Sendable {
             }
             if !welcomed, let lostAt {
                 stats.recordReconnectAttemptFailed(nil)
-                failOver(device: device, from: node, lostAt: lostAt, attempt: attempt + 1, on: loop)
+                failOver(device: device, from: node, lostAt: lostAt, attempt: attempt + 1, after: retryAfterMs, on: loop)
                 return
             }
         }
@@ -161,13 +162,15 @@ final class DeviceConnector: Sendable {
     }
 
     /// Reconnects `device`, after the failover's jitter, to another node than `from`: its own choice among the others
-    /// when it has just lost its connection, the node after `from` when an attempt failed.
-    private func failOver(device: Int, from node: Int, lostAt: UInt64, attempt: Int, on loop: any EventLoop) {
+    /// when it has just lost its connection, the node after `from` when an attempt failed. An attempt refused with a
+    /// `Retry-After` (a busy node's 503) waits that long first, as a client should, spread by the jitter over up to
+    /// half as long again.
+    private func failOver(device: Int, from node: Int, lostAt: UInt64, attempt: Int, after retryAfterMs: Int? = nil, on loop: any EventLoop) {
         guard let failover, !registry.isStopping else { return }
         let step = attempt == 0 ? 1 + device % max(endpoints.count - 1, 1) : 1
         let next = (node + step) % endpoints.count
-        let bound = failover.jitterMs + min(Double(attempt) * 100, 1000)
-        let wait = bound > 0 ? Double.random(in: 0...bound) : 0
+        let bound = failover.jitterMs + min(Double(attempt) * 100, 1000) + Double(retryAfterMs ?? 0) / 2
+        let wait = Double(retryAfterMs ?? 0) + (bound > 0 ? Double.random(in: 0...bound) : 0)
         loop.scheduleTask(in: .microseconds(Int64(wait * 1000))) {
             guard !self.registry.isStopping else { return }
             self.connect(device: device, first: false, node: next, lostAt: lostAt, attempt: attempt)

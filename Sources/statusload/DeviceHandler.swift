@@ -46,6 +46,8 @@ final class DeviceHandler: ChannelInboundHandler {
     private var dropRequested = false
     /// The code of the server's close frame, if one came.
     private var closeCode: UInt16?
+    /// The `Retry-After` of a refused upgrade (503 from a busy node, 429), in ms.
+    private var retryAfterMs: Int?
     private var closeTimer: Scheduled<Void>?
     /// Own devices also hear about `onlineDevices`-only changes, which repeat the version: those are not deliveries.
     private var lastOwnVersion: Int64 = -1
@@ -107,6 +109,7 @@ final class DeviceHandler: ChannelInboundHandler {
             welcomed: welcomed,
             dropRequested: dropRequested,
             closeCode: closeCode,
+            retryAfterMs: retryAfterMs,
             lostAt: lostAt,
             attempt: attempt,
             stats: stats
@@ -150,6 +153,8 @@ final class DeviceHandler: ChannelInboundHandler {
             guard statusLine == "HTTP/1.1 101" else {
                 let code = statusLine.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
                 stats.recordRefusal(status: code)
+                let head = buffer.getString(at: buffer.readerIndex - headerEnd, length: headerEnd) ?? ""
+                retryAfterMs = Self.retryAfterMs(in: head)
                 fail(context)
                 return
             }
@@ -318,6 +323,14 @@ final class DeviceHandler: ChannelInboundHandler {
     }
 
     /// The length of the HTTP response header (through the blank line), or nil until it has arrived.
+    /// The `Retry-After` header of a response head (whole seconds), in ms.
+    static func retryAfterMs(in head: String) -> Int? {
+        for line in head.split(separator: "\r\n") where line.lowercased().hasPrefix("retry-after:") {
+            return Int(line.dropFirst("retry-after:".count).trimmingCharacters(in: .whitespaces)).map { $0 * 1000 }
+        }
+        return nil
+    }
+
     private static func endOfHTTPHeader(_ buffer: ByteBuffer) -> Int? {
         buffer.withUnsafeReadableBytes { bytes -> Int? in
             guard bytes.count >= 4 else { return nil }

@@ -21,7 +21,9 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     let fanout = wiring.fanout(index: index, work: work)
     var limits = DeviceConnectionStateMachine.Limits()
     limits.backlogBytes = configuration.sessionBacklogBytes
-    let gateway = wiring.gateway(index: index, fanout: fanout, work: work, limits: limits, activity: activity)
+    // Upgrades wait for their connect in a queue of their own, a few at a time (DeviceGateway.connects).
+    let connects = DeviceWorkQueue(concurrency: max(1, configuration.connectConcurrency))
+    let gateway = wiring.gateway(index: index, fanout: fanout, work: work, connects: connects, limits: limits, activity: activity)
     configuration.drain.attach { duration in await fanout.drainSessions(over: duration) }
     let http = HTTP1Channel.Configuration(idleTimeout: .seconds(configuration.httpIdleTimeoutSeconds))
     var app = Application(
@@ -36,6 +38,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
         redis,
         wiring.storage.scriptPreloader(logger: logger),
         work,
+        connects,
         fanout,
         wiring.housekeeping(index: index, fanout: fanout, accuracy: activity.accuracy),
         wiring.webhookDispatcher()

@@ -21,6 +21,14 @@ public final class NodeDrain: Sendable {
         self.duration = duration
     }
 
+    /// The longest a node asked to stop takes to exit: its drain, then up to 8 s for the departures of the devices it
+    /// closed to be filed and for its services to stop. Past it the stop is forced (its tasks cancelled): a node on a
+    /// machine busy with the reconnects of its own devices elsewhere could otherwise take a minute, and an orchestrator
+    /// waits for it (`terminationGracePeriodSeconds`) or kills it without a drain at all. A departure left unfiled stays
+    /// on the node's device list in Redis, which the other nodes file when its lease runs out (SPEC §9), unless its
+    /// device has connected again elsewhere meanwhile.
+    public var stopBound: Duration { duration + .seconds(8) }
+
     /// Whether the node is draining: not ready, refusing new devices.
     var isDraining: Bool { draining.load(ordering: .relaxed) }
 

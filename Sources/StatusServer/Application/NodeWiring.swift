@@ -146,10 +146,13 @@ struct NodeWiring: Sendable {
         index: FanoutIndex,
         fanout: FanoutService,
         work: DeviceWorkQueue,
+        connects: DeviceWorkQueue,
         limits: DeviceConnectionStateMachine.Limits,
         activity: AppActivity
     ) -> DeviceGateway {
         let snapshot = snapshot(index: index)
+        var admissionLimits = UpgradeAdmission.Limits()
+        admissionLimits.maxPending = max(1, configuration.maxPendingConnects)
         let resume = SessionResume(
             resumePoints: storage.resumePoints,
             recentChanges: storage.recentChanges,
@@ -171,9 +174,11 @@ struct NodeWiring: Sendable {
             index: index,
             fanout: fanout,
             work: work,
+            connects: connects,
             limits: limits,
             activity: activity,
             drain: configuration.drain,
+            admission: admissionLimits,
             clock: configuration.clock,
             metrics: metrics,
             logger: logger

@@ -42,6 +42,12 @@ public struct ServerConfiguration: Sendable {
     public var metricsHost = "127.0.0.1"
     /// How the node drains when asked to stop (SPEC §9): run by a ``NodeDrainService`` beside the application.
     public var drain = NodeDrain()
+    /// Device upgrades queued or connecting past which a new one is refused at once with 503 and `Retry-After`, however
+    /// fast the node connects (``UpgradeAdmission``, which bounds them by time below this).
+    public var maxPendingConnects = UpgradeAdmission.Limits().maxPending
+    /// Device connects run at the same time (``DeviceGateway/connects``): more absorb a reconnect storm sooner, fewer
+    /// leave more of the node's concurrency pool to the deliveries and requests of the devices already connected.
+    public var connectConcurrency = 96
 
     /// Creates a configuration.
     public init(

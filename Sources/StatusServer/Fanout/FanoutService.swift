@@ -376,8 +376,8 @@ final class FanoutService: Service, Sendable {
     }
 
     /// SPEC §9, on a drain: closes every session with 1012, in equal shares every 100 ms over `duration`, in random
-    /// order, then waits (2 s at most) for their departures to be filed. Sessions that join meanwhile (none should: the
-    /// gateway refuses them) are closed by the shutdown that follows.
+    /// order, then waits (2 s at most) for their departures to be filed. Sessions that joined meanwhile (connects that
+    /// were past the gateway's check when the drain began) are closed with the last share.
     func drainSessions(over duration: Duration) async {
         var sessions = index.allSessions().shuffled()
         let step = Duration.milliseconds(100)
@@ -390,6 +390,7 @@ final class FanoutService: Service, Sendable {
             guard !sessions.isEmpty else { break }
             guard (try? await Task.sleep(for: step)) != nil else { break }
         }
+        for session in index.allSessions() { session.end(.draining) }
         await waitForDepartures(within: .seconds(2))
     }
 

@@ -1,3 +1,4 @@
+import CoreMetrics
 import NIOCore
 
 /// Bounds each HTTP request of a connection in time and in bytes, counted from its first byte on the wire (SPEC §7: a
@@ -49,8 +50,12 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     /// A request expired: the connection is closing, and nothing more is read.
     private var expired = false
 
-    init(timeout: TimeAmount) {
+    /// Counts the requests closed for the timeout (the node's `statusd_request_timeouts_total`).
+    private let timedOut: CoreMetrics.Counter?
+
+    init(timeout: TimeAmount, timedOut: CoreMetrics.Counter? = nil) {
         self.timeout = timeout
+        self.timedOut = timedOut
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -115,6 +120,7 @@ final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandle
     private func expire(_ reason: Expired, context: ChannelHandlerContext) {
         guard !expired, context.channel.isActive else { return }
         expired = true
+        if reason == .timeout { timedOut?.increment() }
         timer?.cancel()
         timer = nil
         context.fireUserInboundEventTriggered(reason)

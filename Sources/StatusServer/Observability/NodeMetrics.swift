@@ -57,10 +57,32 @@ final class NodeMetrics: Sendable {
     let webhooksRetried: CoreMetrics.Counter
     /// Webhook events given up: past their attempts, or dropped oldest-first from a full queue.
     let webhooksDropped: CoreMetrics.Counter
+    /// HTTP requests (device upgrades included) closed because they did not arrive whole, or were not answered,
+    /// within the request timeout of their first byte.
+    let requestTimeouts: CoreMetrics.Counter
+    /// Device upgrades queued or connecting on this node (bounded by `--max-pending-connects`).
+    let pendingUpgrades: CoreMetrics.Gauge
+    /// How long a device upgrade waited for its turn in the node's work queue (admission to the start of its connect).
+    let upgradeWait: CoreMetrics.Timer
     /// The Redis client's connection counters, recorded into this node's registry.
     let redisClient: RedisClientMetrics
+    /// Makes the handles of ``deviceUpgrades(_:)``.
+    private let upgradeOutcomes: [String: CoreMetrics.Counter]
 
     static let departureLagLabel = "statusd_departure_lag_seconds"
+    static let upgradeWaitLabel = "statusd_device_upgrade_wait_seconds"
+    /// The outcomes of ``deviceUpgrades(_:)``.
+    static let upgradeOutcomeNames = ["accepted", "refused", "unavailable", "busy", "late", "draining", "gone"]
+
+    /// Device upgrades (`GET /v1/connect`), by how their admission ended: `accepted` (101), `refused` (a SPEC error
+    /// other than 503: token, parameters, `connectRateLimit`), `unavailable` (503 from Redis), `busy` (503 at once:
+    /// too many upgrades pending, see ``UpgradeAdmission``), `late` (503: waited past its bound before its turn),
+    /// `draining` (503: the node is stopping), `gone` (the connection closed before its answer, or before its turn:
+    /// the client gave up or the request's deadline closed it). A storm that overwhelms a node shows as `gone`, which
+    /// costs the node the whole connect for nothing, unless it shows as `busy` first.
+    func deviceUpgrades(_ outcome: String) -> CoreMetrics.Counter {
+        upgradeOutcomes[outcome] ?? upgradeOutcomes["refused"]!
+    }
 
     init() {
         let registry = PrometheusCollectorRegistry()
@@ -74,6 +96,12 @@ final class NodeMetrics: Sendable {
         factory.durationHistogramBuckets[Self.departureLagLabel] = [
             .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5),
             .seconds(10), .seconds(30), .seconds(60), .seconds(120), .seconds(300), .seconds(600),
+        ]
+        // A device upgrade's wait for its turn: well under a second on a node that keeps up, up to the request timeout
+        // (10 s) on one that does not.
+        factory.durationHistogramBuckets[Self.upgradeWaitLabel] = [
+            .milliseconds(1), .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
         ]
         self.registry = registry
         self.factory = factory
@@ -104,6 +132,12 @@ final class NodeMetrics: Sendable {
         webhooksDelivered = counter("statusd_webhook_deliveries_total", [("outcome", "success")])
         webhooksRetried = counter("statusd_webhook_deliveries_total", [("outcome", "retry")])
         webhooksDropped = counter("statusd_webhook_deliveries_total", [("outcome", "dropped")])
+        requestTimeouts = counter("statusd_request_timeouts_total")
+        pendingUpgrades = gauge("statusd_pending_device_upgrades")
+        upgradeWait = CoreMetrics.Timer(label: Self.upgradeWaitLabel, factory: factory)
+        upgradeOutcomes = Dictionary(
+            uniqueKeysWithValues: Self.upgradeOutcomeNames.map { ($0, counter("statusd_device_upgrades_total", [("outcome", $0)])) }
+        )
         redisClient = RedisClientMetrics(factory: factory)
     }
 }

@@ -1,7 +1,7 @@
 import ServiceLifecycle
 
-/// The Redis work of device sessions, run by one service: admissions (token check and connect), requests from device
-/// sockets, departures, relationship loads.
+/// The Redis work of device sessions, run by a service: requests from device sockets, departures, relationship loads;
+/// a second one, running fewer at a time, takes the admissions (token check and connect, ``DeviceGateway/connects``).
 ///
 /// Sessions themselves hold no task; what they need done asynchronously is queued here and run as child tasks of this
 /// service, at most ``concurrency`` at a time, from a queue bounded at ``capacity`` jobs. A job refused because the

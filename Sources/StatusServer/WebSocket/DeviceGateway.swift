@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import StatusCore
+import Synchronization
 
 /// `GET /v1/connect`, the device WebSocket (SPEC §7), around the sessions: admits an upgrade (token, parameters,
 /// connect in Redis), runs a session's requests and files its departure. Everything asynchronous goes through the
@@ -29,6 +30,10 @@ final class DeviceGateway: Sendable {
     let index: FanoutIndex
     let fanout: FanoutService
     let work: DeviceWorkQueue
+    /// Where upgrades wait for their connect: a queue of their own, running few at a time, so that a reconnect storm's
+    /// connects cannot fill the node's concurrency pool (a couple of threads on a small machine) with their tasks, in
+    /// front of the fan-out's and of the connected devices' requests.
+    let connects: DeviceWorkQueue
     let limits: DeviceConnectionStateMachine.Limits
     /// Per-app counters of this node, handed to each session.
     let activity: AppActivity
@@ -39,6 +44,8 @@ final class DeviceGateway: Sendable {
     /// Devices and users connected here, and the slow consumers cut off.
     let metrics: NodeMetrics
     let logger: Logger
+    /// The upgrades pending, and the bound that refuses more (a reconnect storm).
+    private let admission: Mutex<UpgradeAdmission>
 
     init(
         tokens: TokenService,
@@ -51,13 +58,16 @@ final class DeviceGateway: Sendable {
         index: FanoutIndex,
         fanout: FanoutService,
         work: DeviceWorkQueue,
+        connects: DeviceWorkQueue,
         limits: DeviceConnectionStateMachine.Limits,
         activity: AppActivity,
         drain: NodeDrain,
+        admission: UpgradeAdmission.Limits = UpgradeAdmission.Limits(),
         clock: any NodeClock,
         metrics: NodeMetrics,
         logger: Logger
     ) {
+        self.admission = Mutex(UpgradeAdmission(limits: admission))
         self.drain = drain
         self.tokens = tokens
         self.apps = apps
@@ -69,6 +79,7 @@ final class DeviceGateway: Sendable {
         self.index = index
         self.fanout = fanout
         self.work = work
+        self.connects = connects
         self.limits = limits
         self.activity = activity
         self.clock = clock
@@ -116,23 +127,78 @@ final class DeviceGateway: Sendable {
         }
     }
 
-    /// Admits or refuses an upgrade request; the future completes on the channel's event loop.
+    /// Admits or refuses an upgrade request; the future completes on the channel's event loop. Refused at once, before
+    /// any work, when the node is stopping or has too many upgrades pending (``UpgradeAdmission``).
     func admit(_ head: HTTPRequestHead, channel: any Channel) -> EventLoopFuture<Admission> {
-        if drain.isDraining {
-            // SPEC §9: a draining node takes no new device; the client reconnects through another node.
-            return channel.eventLoop.makeSucceededFuture(.refused(StatusError(.unavailable, "the node is shutting down")))
+        let (arrival, pending) = admission.withLock { ($0.arrive(draining: drain.isDraining, nowMs: Self.uptimeMs), $0.pending) }
+        if case .refuse(let refusal) = arrival {
+            return channel.eventLoop.makeSucceededFuture(.refused(refused(refusal)))
         }
+        metrics.pendingUpgrades.record(pending)
         let promise = channel.eventLoop.makePromise(of: Admission.self)
-        let queued = work.submit {
-            do {
-                let (session, welcome) = try await self.open(head, channel: channel)
-                promise.succeed(.accepted(session, welcome: welcome))
-            } catch {
-                promise.succeed(.refused(ErrorMiddleware<StatusRequestContext>.statusError(for: error)))
+        let queuedAt = ContinuousClock.now
+        let queued = connects.submit {
+            let waitedMs = (ContinuousClock.now - queuedAt).inMilliseconds
+            self.metrics.upgradeWait.recordMilliseconds(waitedMs)
+            let turn = self.admission.withLock {
+                $0.turn(waitedMs: waitedMs, draining: self.drain.isDraining, connectionOpen: channel.isActive, nowMs: Self.uptimeMs)
             }
+            switch turn {
+            case .connect:
+                let result: Admission
+                do {
+                    let (session, welcome) = try await self.open(head, channel: channel)
+                    result = .accepted(session, welcome: welcome)
+                } catch {
+                    result = .refused(ErrorMiddleware<StatusRequestContext>.statusError(for: error))
+                }
+                self.metrics.deviceUpgrades(Self.outcome(of: result, channelOpen: channel.isActive)).increment()
+                promise.succeed(result)
+            case .refuse(let refusal):
+                promise.succeed(.refused(self.refused(refusal)))
+            case .skip:
+                self.metrics.deviceUpgrades("gone").increment()
+                promise.succeed(.refused(StatusError(.unavailable, "the connection closed before its turn")))
+            }
+            self.finishAdmission()
         }
-        if !queued { promise.succeed(.refused(StatusError(.unavailable, "the node is overloaded, try again"))) }
+        if !queued {
+            finishAdmission()
+            promise.succeed(.refused(refused(.busy)))
+        }
         return promise.futureResult
+    }
+
+    /// The 503 of a refused upgrade, counted.
+    private func refused(_ refusal: UpgradeAdmission.Refusal) -> StatusError {
+        metrics.deviceUpgrades(UpgradeAdmission.outcome(of: refusal)).increment()
+        let message =
+            switch refusal {
+            case .draining: "the node is shutting down"
+            case .busy, .late: "the node is busy connecting other devices, try again"
+            }
+        let retryAfterMs = admission.withLock { $0.retryAfterMs(for: refusal, nowMs: Self.uptimeMs) }
+        return StatusError(.unavailable, message, retryAfterMs: retryAfterMs)
+    }
+
+    private func finishAdmission() {
+        let pending = admission.withLock {
+            $0.finish()
+            return $0.pending
+        }
+        metrics.pendingUpgrades.record(pending)
+    }
+
+    /// The clock of ``UpgradeAdmission``: the system's uptime in ms.
+    private static var uptimeMs: Int64 { Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000) }
+
+    /// The `outcome` label of ``Metrics/deviceUpgrades(_:)`` for an admission that ran its connect.
+    private static func outcome(of admission: Admission, channelOpen: Bool) -> String {
+        guard channelOpen else { return "gone" }
+        switch admission {
+        case .accepted: return "accepted"
+        case .refused(let error): return error.code == .unavailable ? "unavailable" : "refused"
+        }
     }
 
     /// Checks the token (401), the browser's origin against the app's `allowedOrigins` (403) and the query parameters

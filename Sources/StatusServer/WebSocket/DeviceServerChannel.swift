@@ -74,7 +74,7 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
             try MalformedRequestHandler.install(in: channel.pipeline.syncOperations)
             // Every request, the first one included, is bounded from its first byte; a device session, which carries
             // frames and has its own heartbeat timeout, is not.
-            let deadline = RequestDeadlineHandler(timeout: requestTimeout)
+            let deadline = RequestDeadlineHandler(timeout: requestTimeout, timedOut: gateway.metrics.requestTimeouts)
             try channel.pipeline.syncOperations.addHandler(deadline, position: .first)
             let loopBound = NIOLoopBound(deadline, eventLoop: channel.eventLoop)
             outcome.whenSuccess { outcome in
