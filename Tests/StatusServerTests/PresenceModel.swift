@@ -167,6 +167,9 @@ struct PresenceModel {
         case drop(String, device: String)
         /// A kick of one device, or of all of them (nil).
         case kick(String, device: String?)
+        /// A device logs out on its socket (SPEC §7 `logout`): as a kick of that device, within a grace of going invisible
+        /// too (it ends the grace at once).
+        case logout(String, device: String)
         case delete(String)
         case setCustomStatus(String, String?, expiring: Bool)
         case setAvailability(String, String)
@@ -189,6 +192,7 @@ struct PresenceModel {
             case .connect(let u, let d): "connect \(u)/\(d)"
             case .drop(let u, let d): "drop \(u)/\(d)"
             case .kick(let u, let d): "kick \(u)/\(d ?? "*")"
+            case .logout(let u, let d): "logout \(u)/\(d)"
             case .delete(let u): "delete \(u)"
             case .setCustomStatus(let u, let s, let e): "set \(u) \(s ?? "nil")\(e ? " (1 s)" : "")"
             case .setAvailability(let u, let a): "availability \(u) \(a)"
@@ -347,6 +351,8 @@ struct PresenceModel {
             } else {
                 user.autoAway = user.devices.values.allSatisfy { $0 }
             }
+        case .logout(let u, let device):
+            apply(.kick(u, device: device), to: &user, options: options)
         case .kick(_, let device):
             if let device {
                 guard user.devices.removeValue(forKey: device) != nil else { return }
@@ -398,7 +404,7 @@ extension PresenceModel.Operation {
     /// The user whose status the operation changes.
     var userId: String {
         switch self {
-        case .connect(let u, _), .drop(let u, _), .kick(let u, _), .delete(let u), .setCustomStatus(let u, _, _),
+        case .connect(let u, _), .drop(let u, _), .kick(let u, _), .logout(let u, _), .delete(let u), .setCustomStatus(let u, _, _),
             .setAvailability(let u, _), .setDeviceState(let u, _, _), .subscribe(let u, _), .unsubscribe(let u, _),
             .friend(let u, _), .unfriend(let u, _), .block(let u, _), .unblock(let u, _), .endGrace(let u), .expire(let u),
             .endHiding(let u):

@@ -237,6 +237,14 @@ struct ModelRun {
             apply(.setDeviceState(user, device: devices[key]!.id, idle: idle))
         case 14:
             let one = own.isEmpty || rng.below(2) == 0 ? nil : own[rng.below(own.count)]
+            if let one, rng.below(2) == 0 {
+                let device = devices[one]!
+                expectOK(try await device.device.request("logout", [:]), "logout")
+                devices[one] = nil
+                lost[one] = nil
+                apply(.logout(user, device: device.id))
+                break
+            }
             let body: JSONValue = one.map { ["deviceId": .string(String($0.dropFirst(3)))] } ?? .object([:])
             expectStatus(try await app.call(.post, "/users/\(user)/kick", body), "kick")
             for key in own where one == nil || key == one {
