@@ -141,7 +141,7 @@ struct PresenceModel {
         func hears(_ viewer: String, _ target: String, scope: Scope) -> Bool {
             if viewer == target { return true }
             if isBlocked(viewer, target) { return false }
-            return subscriptions.contains([viewer, target]) || isFriend(viewer, target) || scope == .all
+            return subscriptions.contains([viewer, target]) || isFriend(viewer, target) || scope.takes(target)
         }
 
         /// SPEC §10.6: the snapshot a device of `viewer` with presence `scope` is sent, by userId.
@@ -150,7 +150,7 @@ struct PresenceModel {
             for target in users.keys where target != viewer {
                 let related = subscriptions.contains([viewer, target]) || isFriend(viewer, target)
                 let view = view(of: target, by: viewer)
-                if related || (scope == .all && (isBlocked(viewer, target) || view.statusType == .online)) { result[target] = view }
+                if related || (scope.takes(target) && (isBlocked(viewer, target) || view.statusType == .online)) { result[target] = view }
             }
             return result
         }
@@ -159,7 +159,23 @@ struct PresenceModel {
         var hasPending: Bool { users.values.contains { $0.inGrace || ($0.expires && $0.customStatus != nil) || $0.shownBeforeHiding != nil } }
     }
 
-    enum Scope: String, Hashable, Sendable { case subscriptions, friends, all }
+    enum Scope: String, Hashable, Sendable {
+        case subscriptions, friends, all
+        /// `roles:member`: the users whose profile has the role ``PresenceModel/members``.
+        case members = "roles:member"
+
+        /// Whether the scope itself (besides the relationships) takes `target` (SPEC §6 rule 4).
+        func takes(_ target: String) -> Bool {
+            switch self {
+            case .all: true
+            case .members: PresenceModel.members.contains(target)
+            case .subscriptions, .friends: false
+            }
+        }
+    }
+
+    /// The users created with the role `member` (again after a deletion), heard by a `roles:member` scope.
+    static let members: Set<String> = ["u0", "u2"]
 
     /// One operation as the service applies it, atomically.
     enum Operation: Hashable, Sendable, CustomStringConvertible {
