@@ -146,6 +146,29 @@ import Testing
         #expect(index.audience(of: change("bob", version: 2), config: premium).sessions.isEmpty)
     }
 
+    /// A catch-up that read bob before his deletion and delivers after it was heard: the deleted bob's status reaches
+    /// nobody and leaves no version behind, so the bob created again under the id (from version 0) is heard from his
+    /// first change. Another target read by the same catch-up is still caught up.
+    @Test func aCatchUpReadBeforeADeletionLeavesNoVersionOfTheDeletedUser() {
+        let index = FanoutIndex()
+        index.add(session("watcher"))
+        let watcher = AppUser(appId: "app", userId: "watcher")
+        index.update(watcher, relations: Relations(subscriptions: ["bob", "carol"], friends: [], blocked: []), sequence: index.beginRelationsLoad())
+        let readAt = index.beginCatchUp()
+        // Read: bob at version 5, carol at 2. Then bob is deleted, and the deletion is heard first.
+        index.forgetDelivered(appId: "app", userId: "bob")
+        let oldBob = index.catchUpAudience(of: change("bob", version: 5), config: premium, watcher: watcher, readAt: readAt)
+        #expect(oldBob.isEmpty, "the deleted user's status read before the deletion")
+        let carol = index.catchUpAudience(of: change("carol", version: 2), config: premium, watcher: watcher, readAt: readAt)
+        #expect(carol.sessions.map(\.userId) == ["watcher"])
+        index.endCatchUp()
+        #expect(index.audience(of: change("bob", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
+        // A catch-up begun after the deletion delivers as usual.
+        let later = index.beginCatchUp()
+        #expect(!index.catchUpAudience(of: change("bob", version: 2), config: premium, watcher: watcher, readAt: later).isEmpty)
+        index.endCatchUp()
+    }
+
     @Test func anOverflowingInboxKeepsItsGapFlag() async {
         let metrics = NodeMetrics()
         let inbox = BusInbox(limit: 2, dropped: metrics.busEventsDropped)

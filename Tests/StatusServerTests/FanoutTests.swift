@@ -80,6 +80,31 @@ import Testing
         #expect(try await eventsSeen(config: ["plan": "premium"], presence: "all").isEmpty)
     }
 
+    /// A deleted user's profile goes before their devices: the departure that follows still reaches a `roles:` scope
+    /// that heard them by the role they had (SPEC §6, §10.3), or it would show them `online` for ever.
+    @Test func aRolesScopeHearsADeletedUserLeave() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: premium)
+            try await app.createUsers(["alice", "watcher"])
+            _ = try await app.call(.put, "/users/alice", ["role": "moderator"])
+            let port = api.client.port!
+            let options = DeviceOptions(deviceId: "w1", presence: "roles:moderator")
+            try await app.withDevice(port: port, userId: "watcher", options) { watcher, _ in
+                try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "a1")) { _, _ in
+                    _ = try await watcher.waitFor(timeout: .seconds(2)) {
+                        $0["event"].string == "onUserStatusChanged" && $0["statuses"][0]["statusType"].string == "online"
+                    }
+                    #expect(try await app.call(.delete, "/users/alice").status == 204)
+                    let left = try? await watcher.waitFor(timeout: .seconds(2)) {
+                        $0["event"].string == "onUserStatusChanged" && $0["statuses"][0]["userId"].string == "alice"
+                            && $0["statuses"][0]["statusType"].string == "unlogined"
+                    }
+                    #expect(left != nil, "the watcher was not told that alice left")
+                }
+            }
+        }
+    }
+
     @Test func blocksStopEventsInBothDirections() async throws {
         for (blocker, blocked) in [("alice", "watcher"), ("watcher", "alice")] {
             let events = try await eventsSeen(config: premium, presence: "all") { app in

@@ -141,7 +141,7 @@ struct PresenceModel {
         func hears(_ viewer: String, _ target: String, scope: Scope) -> Bool {
             if viewer == target { return true }
             if isBlocked(viewer, target) { return false }
-            return subscriptions.contains([viewer, target]) || isFriend(viewer, target) || scope == .all
+            return subscriptions.contains([viewer, target]) || isFriend(viewer, target) || scope.takes(target)
         }
 
         /// SPEC §10.6: the snapshot a device of `viewer` with presence `scope` is sent, by userId.
@@ -150,7 +150,7 @@ struct PresenceModel {
             for target in users.keys where target != viewer {
                 let related = subscriptions.contains([viewer, target]) || isFriend(viewer, target)
                 let view = view(of: target, by: viewer)
-                if related || (scope == .all && (isBlocked(viewer, target) || view.statusType == .online)) { result[target] = view }
+                if related || (scope.takes(target) && (isBlocked(viewer, target) || view.statusType == .online)) { result[target] = view }
             }
             return result
         }
@@ -159,7 +159,23 @@ struct PresenceModel {
         var hasPending: Bool { users.values.contains { $0.inGrace || ($0.expires && $0.customStatus != nil) || $0.shownBeforeHiding != nil } }
     }
 
-    enum Scope: String, Hashable, Sendable { case subscriptions, friends, all }
+    enum Scope: String, Hashable, Sendable {
+        case subscriptions, friends, all
+        /// `roles:member`: the users whose profile has the role ``PresenceModel/members``.
+        case members = "roles:member"
+
+        /// Whether the scope itself (besides the relationships) takes `target` (SPEC §6 rule 4).
+        func takes(_ target: String) -> Bool {
+            switch self {
+            case .all: true
+            case .members: PresenceModel.members.contains(target)
+            case .subscriptions, .friends: false
+            }
+        }
+    }
+
+    /// The users created with the role `member` (again after a deletion), heard by a `roles:member` scope.
+    static let members: Set<String> = ["u0", "u2"]
 
     /// One operation as the service applies it, atomically.
     enum Operation: Hashable, Sendable, CustomStringConvertible {
@@ -167,6 +183,9 @@ struct PresenceModel {
         case drop(String, device: String)
         /// A kick of one device, or of all of them (nil).
         case kick(String, device: String?)
+        /// A device logs out on its socket (SPEC §7 `logout`): as a kick of that device, within a grace of going invisible
+        /// too (it ends the grace at once).
+        case logout(String, device: String)
         case delete(String)
         case setCustomStatus(String, String?, expiring: Bool)
         case setAvailability(String, String)
@@ -189,6 +208,7 @@ struct PresenceModel {
             case .connect(let u, let d): "connect \(u)/\(d)"
             case .drop(let u, let d): "drop \(u)/\(d)"
             case .kick(let u, let d): "kick \(u)/\(d ?? "*")"
+            case .logout(let u, let d): "logout \(u)/\(d)"
             case .delete(let u): "delete \(u)"
             case .setCustomStatus(let u, let s, let e): "set \(u) \(s ?? "nil")\(e ? " (1 s)" : "")"
             case .setAvailability(let u, let a): "availability \(u) \(a)"
@@ -347,6 +367,8 @@ struct PresenceModel {
             } else {
                 user.autoAway = user.devices.values.allSatisfy { $0 }
             }
+        case .logout(let u, let device):
+            apply(.kick(u, device: device), to: &user, options: options)
         case .kick(_, let device):
             if let device {
                 guard user.devices.removeValue(forKey: device) != nil else { return }
@@ -398,7 +420,7 @@ extension PresenceModel.Operation {
     /// The user whose status the operation changes.
     var userId: String {
         switch self {
-        case .connect(let u, _), .drop(let u, _), .kick(let u, _), .delete(let u), .setCustomStatus(let u, _, _),
+        case .connect(let u, _), .drop(let u, _), .kick(let u, _), .logout(let u, _), .delete(let u), .setCustomStatus(let u, _, _),
             .setAvailability(let u, _), .setDeviceState(let u, _, _), .subscribe(let u, _), .unsubscribe(let u, _),
             .friend(let u, _), .unfriend(let u, _), .block(let u, _), .unblock(let u, _), .endGrace(let u), .expire(let u),
             .endHiding(let u):

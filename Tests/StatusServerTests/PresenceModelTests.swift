@@ -41,7 +41,7 @@ import Testing
         let clock = ManualNodeClock()
         try await withStatusd(.live, configure: clock.install) { api in
             let app = try await api.createApp(config: config)
-            try await app.createUsers(ModelRun.users + [ModelRun.observer])
+            try await ModelRun.createUsers(ModelRun.users + [ModelRun.observer], in: app)
             var run = ModelRun(app: app, port: api.client.port!, clock: clock, seed: seed, options: options)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 let deadline = ContinuousClock.now + .seconds(seconds)
@@ -237,6 +237,14 @@ struct ModelRun {
             apply(.setDeviceState(user, device: devices[key]!.id, idle: idle))
         case 14:
             let one = own.isEmpty || rng.below(2) == 0 ? nil : own[rng.below(own.count)]
+            if let one, rng.below(2) == 0 {
+                let device = devices[one]!
+                expectOK(try await device.device.request("logout", [:]), "logout")
+                devices[one] = nil
+                lost[one] = nil
+                apply(.logout(user, device: device.id))
+                break
+            }
             let body: JSONValue = one.map { ["deviceId": .string(String($0.dropFirst(3)))] } ?? .object([:])
             expectStatus(try await app.call(.post, "/users/\(user)/kick", body), "kick")
             for key in own where one == nil || key == one {
@@ -270,7 +278,7 @@ struct ModelRun {
     /// resumed or not), then checks its opening frames: the welcome, the resume's frame, the snapshot.
     private mutating func connect(user: String, deviceId: String, spawn: (@escaping @Sendable () async throws -> Void) -> Void) async throws {
         let key = "\(user)/\(deviceId)"
-        let scope = [Scope.subscriptions, .friends, .all][rng.below(3)]
+        let scope = [Scope.subscriptions, .friends, .all, .members][rng.below(4)]
         let resumed = rng.below(3) > 0 ? lost[key] : nil
         // A resume always comes with a snapshot here: its frame, if any, is what comes between the welcome and it.
         let snapshot = resumed != nil || rng.below(2) == 0
@@ -370,6 +378,15 @@ struct ModelRun {
         problems.append("time passed 6 s and \(differ) still differ: " + details.joined(separator: "; "))
     }
 
+    /// Creates the users, those of ``PresenceModel/members`` with the role `member`.
+    static func createUsers(_ userIds: [String], in app: APIClient) async throws {
+        try await app.createUsers(userIds)
+        for userId in userIds where PresenceModel.members.contains(userId) {
+            let response = try await app.call(.put, "/users/\(userId)", ["role": "member"])
+            guard response.status == 200 else { throw TestAppError(message: "role not set: \(response.body)") }
+        }
+    }
+
     /// Deletes the user and creates them again (a new user under the same id); every device that heard about them is
     /// told (as for a kick) before the next step, and the deleted user's devices are closed.
     private mutating func delete(_ user: String) async throws {
@@ -381,7 +398,7 @@ struct ModelRun {
             version > world.version(of: user, by: hearing[key]!.user)
         }
         #expect(try await app.call(.delete, "/users/\(user)").status == 204)
-        try await app.createUsers([user])
+        try await Self.createUsers([user], in: app)
         for key in devices.keys where key.hasPrefix("\(user)/") { devices[key] = nil }
         for key in lost.keys where key.hasPrefix("\(user)/") { lost[key] = nil }
         // Sessions lost before the deletion would be sent the new user as news; they are not resumed.

@@ -23,6 +23,15 @@ final class FanoutIndex: Sendable {
         var versions: [AppUser: Int64] = [:]
         /// target → the public version (SPEC §10.5) this node delivered last to others than the target's own devices.
         var publicVersions: [AppUser: Int64] = [:]
+        /// How many times delivered versions were forgotten (``forgetDelivered(appId:userId:)``), and, while a catch-up
+        /// is reading, when each user or app was forgotten: a catch-up that read a user before their deletion must not
+        /// deliver the deleted user's status, nor record its version over the forgetting
+        /// (``catchUpAudience(of:config:watcher:knownAtEdge:readAt:)``).
+        var forgetCount: UInt64 = 0
+        var forgottenUsers: [AppUser: UInt64] = [:]
+        var forgottenApps: [String: UInt64] = [:]
+        /// Catch-ups between ``beginCatchUp()`` and ``endCatchUp()``; the forgettings are noted only while there are some.
+        var catchUpsReading = 0
         /// target → the recipients last worked out for its changes, with what they were worked out from. A user who
         /// changes often is heard by the same sessions each time: the cached groups are handed out as they are, so a
         /// change costs no lookup, no retain and no deduplication per recipient. Emptied by every change to the
@@ -165,6 +174,14 @@ final class FanoutIndex: Sendable {
     /// the user who was deleted.
     func forgetDelivered(appId: String, userId: String?) {
         state.withLock { state in
+            state.forgetCount += 1
+            if state.catchUpsReading > 0 {
+                if let userId {
+                    state.forgottenUsers[AppUser(appId: appId, userId: userId)] = state.forgetCount
+                } else {
+                    state.forgottenApps[appId] = state.forgetCount
+                }
+            }
             if let userId {
                 let target = AppUser(appId: appId, userId: userId)
                 state.versions[target] = nil
@@ -331,9 +348,22 @@ final class FanoutIndex: Sendable {
     /// began (``update(_:relations:sequence:noting:)``); a version delivered after that reached the watcher with the
     /// others and is not sent again. Nil when unknown: then the watcher gets it (a repeat it drops by its version
     /// rather than a loss).
-    func catchUpAudience(of change: StatusChange, config: AppConfig, watcher: AppUser, knownAtEdge: Int64? = nil) -> Audience {
+    /// `readAt`: what ``beginCatchUp()`` answered before the status was read. A target forgotten since (deleted, with
+    /// its app or alone) gets nothing: what was read may be the deleted user's, and recording its public version would
+    /// drop the changes of a user created again under the id (from version 0) as stale ones.
+    func catchUpAudience(
+        of change: StatusChange,
+        config: AppConfig,
+        watcher: AppUser,
+        knownAtEdge: Int64? = nil,
+        readAt: UInt64? = nil
+    ) -> Audience {
         state.withLock { state in
             let target = AppUser(appId: change.appId, userId: change.status.userId)
+            if let readAt, readAt < state.forgetCount {
+                let forgotten = max(state.forgottenUsers[target] ?? 0, state.forgottenApps[target.appId] ?? 0)
+                if forgotten > readAt { return Audience() }
+            }
             var result = Self.recipients(of: change, inputs: Self.inputs(of: change, config: config, publicToo: true), in: state)
             result.own = Recipients()
             if let known = state.publicVersions[target], known >= change.record.publicVersion {
@@ -344,6 +374,26 @@ final class FanoutIndex: Sendable {
             }
             if !result.isEmpty { state.publicVersions[target] = change.record.publicVersion }
             return result
+        }
+    }
+
+    /// Starts a catch-up's read: answers the moment to pass to ``catchUpAudience(of:config:watcher:knownAtEdge:readAt:)``.
+    /// Pair with ``endCatchUp()``.
+    func beginCatchUp() -> UInt64 {
+        state.withLock { state in
+            state.catchUpsReading += 1
+            return state.forgetCount
+        }
+    }
+
+    /// Ends a catch-up begun with ``beginCatchUp()``; with none left reading, the forgettings noted for them go.
+    func endCatchUp() {
+        state.withLock { state in
+            state.catchUpsReading -= 1
+            if state.catchUpsReading == 0 {
+                state.forgottenUsers = [:]
+                state.forgottenApps = [:]
+            }
         }
     }
 

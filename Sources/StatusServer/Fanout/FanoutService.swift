@@ -202,6 +202,9 @@ final class FanoutService: Service, Sendable {
         guard !targets.isEmpty else { return }
         await listen(users: Set(targets.map { AppUser(appId: key.appId, userId: $0) }), apps: [])
         let statuses: [String: StoredStatus]
+        // A target deleted while this reads is left out: what was read may be the deleted user's status.
+        let readAt = index.beginCatchUp()
+        defer { index.endCatchUp() }
         do {
             guard let config = try await self.apps.find(key.appId)?.config else { return }
             statuses = try await self.statuses.stored(appId: key.appId, userIds: targets)
@@ -211,7 +214,7 @@ final class FanoutService: Service, Sendable {
                 guard let from = since[stored.status.userId], stored.record.publicVersion > from else { continue }
                 let change = StatusChange(appId: key.appId, stored: stored, publicChange: true)
                 let knownAtEdge = atEdge.map { $0[stored.status.userId] ?? .max }
-                deliveries.add(change, to: index.catchUpAudience(of: change, config: config, watcher: key, knownAtEdge: knownAtEdge))
+                deliveries.add(change, to: index.catchUpAudience(of: change, config: config, watcher: key, knownAtEdge: knownAtEdge, readAt: readAt))
                 metrics.caughtUpStatuses.increment()
             }
             await deliveries.send(through: mailboxes, counting: metrics.eventsDelivered)

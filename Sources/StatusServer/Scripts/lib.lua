@@ -240,6 +240,12 @@ local function status_reply(status_key, profile_key, devices_key, refresh_copy, 
         return reply_from_copy(s)
     end
     local profile = redis.call('HMGET', profile_key, 'createdAt', 'role', 'lastSeenPrivacy')
+    if not profile[1] and s[5] then
+        -- A user being deleted: the profile goes first (before the devices are removed). Their departure still goes
+        -- with the role and the last-seen privacy they had, from the read copy: `roles:` scopes that heard them hear it
+        -- (SPEC §6, §10.3), and whoever may not see their lastActiveAt still does not.
+        profile = { false, s[6], s[7] }
+    end
     local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[2] or '', profile[3] or '',
         s[9] or '', s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '', s[14] or '' }
     local words = {}
