@@ -38,6 +38,15 @@ import Testing
         }
     }
 
+    /// `offline` is the public view of a user who became invisible between `before` and `after`, once the grace of it
+    /// ended: offline, nothing else shown, one public change past `seen`, last active at that moment.
+    private static func expectOfflineSinceHiding(_ offline: JSONValue, seen: JSONValue, between before: Int64, and after: Int64) throws {
+        #expect(offline["statusType"] == "offline" && !offline.has("customStatus") && !offline.has("availability"))
+        #expect(offline["version"].int == (seen["version"].int ?? 0) + 1)
+        let lastActive = try #require(offline["lastActiveAt"].int)
+        #expect(lastActive >= before - 5 && lastActive <= after + 5, "lastActiveAt \(lastActive) not in [\(before), \(after)]")
+    }
+
     /// Sets alice's availability over `transport`.
     private func setAvailability(
         _ availability: String,
@@ -74,10 +83,7 @@ import Testing
             // Its housekeeping ends the grace: offline since the moment she became invisible.
             try await clock.step(by: .seconds(2))
             let offline = try await bob.nextStatus(of: "alice")
-            #expect(offline["statusType"] == "offline" && !offline.has("customStatus") && !offline.has("availability"))
-            #expect(offline["version"].int == (seen["version"].int ?? 0) + 1)
-            let lastActive = try #require(offline["lastActiveAt"].int)
-            #expect(lastActive >= before - 5 && lastActive <= after + 5, "lastActiveAt \(lastActive) not in [\(before), \(after)]")
+            try Self.expectOfflineSinceHiding(offline, seen: seen, between: before, and: after)
             #expect(try await app.query("bob", ["alice"]).body["statuses"][0] == offline)
             #expect(try await bob.statusEvents(of: "alice", settle: .milliseconds(300)).isEmpty)
             // Her own devices heard nothing of it: her own view did not change.
@@ -150,10 +156,7 @@ import Testing
             #expect(try await bob.statusEvents(of: "alice", settle: .milliseconds(300)).isEmpty)
             expectOK(try await app.call(.post, "/users/alice/kick", [:]))
             let offline = try await bob.nextStatus(of: "alice")
-            #expect(offline["statusType"] == "offline" && !offline.has("customStatus") && !offline.has("availability"))
-            #expect(offline["version"].int == (seen["version"].int ?? 0) + 1)
-            let lastActive = try #require(offline["lastActiveAt"].int)
-            #expect(lastActive >= before - 5 && lastActive <= after + 5, "lastActiveAt \(lastActive) not in [\(before), \(after)]")
+            try Self.expectOfflineSinceHiding(offline, seen: seen, between: before, and: after)
             #expect(try await app.query("bob", ["alice"]).body["statuses"][0] == offline)
             #expect(try await app.ownStatus("alice")["statusType"] == "unlogined")
         }
