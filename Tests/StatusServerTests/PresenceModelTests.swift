@@ -7,8 +7,9 @@ import Testing
 /// A seeded, model-based test of where SPEC §4, §6, §7 and §10 meet: random operations on both transports (devices
 /// connecting, dropping and coming back within the offline grace, status changes over HTTP and WebSocket, custom
 /// statuses that clear themselves, two devices of one user setting their status at the same moment, availability with
-/// invisibility, device states, subscriptions, friendships, blocks and unblocks, kicks, deletions of users, connects
-/// asking for a snapshot and resuming a lost session), against a live node on a clock the test drives (graces and
+/// invisibility, device states, subscriptions, friendships, blocks and unblocks, kicks, logouts, deletions of users,
+/// connects with each presence scope (`roles:member` among them) asking for a snapshot and resuming a lost session),
+/// against a live node on a clock the test drives (graces and
 /// expiries end when the test lets time pass) and a real Redis. ``PresenceModel`` says what every observer must be
 /// shown; the run compares it with what the server sent:
 ///
