@@ -105,6 +105,19 @@ public final class RedisShardSubscriber: Sendable, Service {
         try await promise.futureResult.get()
     }
 
+    /// Whether Redis confirmed every one of `channels` on the current connections, asked on the subscriber's event loop
+    /// and sending nothing: a caller that may not send anything to Redis yet learns whether it hears them already. A
+    /// channel confirmed now stays so until something drops it (``update(_:isWanted:)`` or ``prune(keepIf:)`` saying it
+    /// is not wanted) or its connection is lost, which the handler hears about (`.subscribed` once it is back).
+    public func hears(_ channels: [String]) async -> Bool {
+        (try? await self.eventLoop.submit {
+            channels.allSatisfy { channel in
+                guard let home = self.routes.value.homes[channel], let link = self.routes.value.links[home] else { return false }
+                return link.isConfirmed(channel)
+            }
+        }.get()) ?? false
+    }
+
     /// Drops every channel for which `keepIf` (asked on the subscriber's event loop) says no.
     public func prune(keepIf: @escaping @Sendable (String) -> Bool) async {
         try? await self.eventLoop.submit {

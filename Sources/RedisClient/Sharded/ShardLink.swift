@@ -68,6 +68,12 @@ final class ShardLink: @unchecked Sendable {
         return channels
     }
 
+    /// Whether Redis confirmed `channel` on the current connection (on the loop).
+    func isConfirmed(_ channel: String) -> Bool {
+        self.eventLoop.preconditionInEventLoop()
+        return self.state.confirmed.contains(channel)
+    }
+
     /// Whether the link holds no channel.
     var isEmpty: Bool { self.state.wanted.isEmpty }
 

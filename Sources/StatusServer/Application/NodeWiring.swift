@@ -154,7 +154,6 @@ struct NodeWiring: Sendable {
         var admissionLimits = UpgradeAdmission.Limits()
         admissionLimits.maxPending = max(1, configuration.maxPendingConnects)
         let resume = SessionResume(
-            resumePoints: storage.resumePoints,
             recentChanges: storage.recentChanges,
             statuses: statuses,
             snapshot: snapshot,

@@ -113,12 +113,35 @@ final class FanoutService: Service, Sendable {
         await closeAllSessions()
     }
 
-    /// Adds a session to the index and listens to what it may hear: its own user channel, its app's slot channels for an
-    /// app-wide scope, and, for the user's first session here, the user channels of everyone it relates to. Returns
-    /// once Redis confirmed those subscriptions (or gave up: the subscriber keeps trying and reports the gap).
-    func register(_ session: DeviceSession) async {
-        let key = AppUser(appId: session.appId, userId: session.userId)
+    /// How a session joined the index (``join(_:)``), for its connect's admission and ``settle(_:joining:relations:)``.
+    struct Joining: Sendable {
+        /// The sequence of the read of the user's relationships (``FanoutIndex/beginRelationsLoad()``), when the user
+        /// had no session here: the node does not know them yet.
+        var load: UInt64?
+        /// Whether the node already heard the user's own channel when the session joined.
+        var heard: Bool
+
+        /// Whether the admission reads the relationships in its own step: only when they are to be read and the user's
+        /// channel is heard already, so that a relationship change made after that read reaches the node.
+        var admissionReadsRelations: Bool { load != nil && heard }
+    }
+
+    /// The first half of a session's registration, before its connect's admission: adds the session to the index and
+    /// asks whether the node hears the user's own channel already. Nothing is sent to Redis: a connect the admission
+    /// refuses subscribes to nothing (SPEC §10.7).
+    func join(_ session: DeviceSession) async -> Joining {
         let first = index.add(session)
+        let heard = await shards.hears([BusChannels.user(session.appId, session.userId)])
+        return Joining(load: first ? index.beginRelationsLoad() : nil, heard: heard)
+    }
+
+    /// The second half of a session's registration, once its connect is admitted: listens to what the session may hear
+    /// (its own user channel, its app's slot channels for an app-wide scope, and, for the user's first session here,
+    /// the user channels of everyone it relates to) and marks the app's app-wide listeners. The relationships are the
+    /// ones the admission read (`relations`), or read here once the user's channel is confirmed. Returns once Redis
+    /// confirmed those subscriptions (or gave up: the subscriber keeps trying and reports the gap).
+    func settle(_ session: DeviceSession, joining: Joining, relations: Relations?) async {
+        let key = AppUser(appId: session.appId, userId: session.userId)
         // An app-wide scope hears others only under premium + statusQuery (SPEC §6 rule 4): otherwise it subscribes
         // to nothing and marks nothing (a config change brings it in line, ``process(_:into:)``).
         var appWide = false
@@ -128,8 +151,13 @@ final class FanoutService: Service, Sendable {
             // This node's own writers see the mark at once; other nodes' within their app cache's 500 ms.
             apps.invalidate(session.appId)
         }
-        await listen(users: [key], apps: appWide ? [session.appId] : [])
-        if first { await loadRelations(key) }
+        await listen(users: joining.heard ? [] : [key], apps: appWide ? [session.appId] : [])
+        guard let load = joining.load else { return }
+        if let relations, joining.admissionReadsRelations {
+            _ = await adopt(key, relations: relations, sequence: load, noting: [])
+        } else {
+            await loadRelations(key)
+        }
     }
 
     /// Tells writers that these apps have `all`/`roles:` sessions here, for as long as a resume can look back (renewed
@@ -177,13 +205,9 @@ final class FanoutService: Service, Sendable {
     /// delivered (``catchUp(_:since:)``).
     func loadRelations(_ key: AppUser, since: [String: Int64] = [:]) async {
         let sequence = index.beginRelationsLoad()
-        var atEdge: [String: Int64]?
+        let atEdge: [String: Int64]?
         do {
-            let before = index.interest(of: key)
-            atEdge = index.update(key, relations: try await relations.load(key), sequence: sequence, noting: Set(since.keys))
-            mayHaveUnwatchedChannels.store(true, ordering: .relaxed)
-            let after = index.interest(of: key)
-            await listen(users: before.symmetricDifference(after), apps: [])
+            atEdge = await adopt(key, relations: try await relations.load(key), sequence: sequence, noting: Set(since.keys))
         } catch {
             logger.warning("relations load failed", metadata: ["user": "\(key.userId)", "error": "\(error)"])
             // Whatever the change meant for this user is unknown here: reload everything.
@@ -191,6 +215,18 @@ final class FanoutService: Service, Sendable {
             return
         }
         if !since.isEmpty { await catchUp(key, since: since, atEdge: atEdge) }
+    }
+
+    /// Applies a read of the user's relationships to the index (unless a later read was applied), and listens to the
+    /// user channels it adds (the ones it drops are left to ``dropUnwatchedChannels()``). Answers what
+    /// ``FanoutIndex/update(_:relations:sequence:noting:)`` answers.
+    private func adopt(_ key: AppUser, relations: Relations, sequence: UInt64, noting targets: Set<String>) async -> [String: Int64]? {
+        let before = index.interest(of: key)
+        let atEdge = index.update(key, relations: relations, sequence: sequence, noting: targets)
+        mayHaveUnwatchedChannels.store(true, ordering: .relaxed)
+        let after = index.interest(of: key)
+        await listen(users: before.symmetricDifference(after), apps: [])
+        return atEdge
     }
 
     /// Delivers what users that `key` newly hears about changed between the relationship change (their versions in

@@ -58,11 +58,14 @@ struct PresenceOperations: Sendable {
     struct Connected: Sendable {
         var status: UserStatus
         var replaced: DeviceRecord?
+        /// The device's resume point, when the connect asked for it (SPEC §7).
+        var resumePoint: ResumePoint?
     }
 
     /// Connects a device under the app's login rules (SPEC §3 `loginPolicy`, `maxDevicesPerUser`): devices the login
     /// kicks are closed with a `kicked` event, and a device already connected under that id is replaced and closed.
     /// A device connecting with a user token passes the token's `generation`: a user deleted since is `UNAUTHORIZED`.
+    /// A device resuming asks for its resume point with the connect (`readingResumePoint`).
     func connect(
         app: AppRecord,
         userId: String,
@@ -72,7 +75,8 @@ struct PresenceOperations: Sendable {
         connection: String,
         generation: String? = nil,
         limited: Bool = true,
-        state: DeviceState = .active
+        state: DeviceState = .active,
+        readingResumePoint: Bool = false
     ) async throws -> Connected {
         let record = DeviceRecord(
             platform: platform.rawValue,
@@ -92,7 +96,8 @@ struct PresenceOperations: Sendable {
                 platform: platform,
                 connectLimit: limited ? app.config.connectRateLimit : nil
             ),
-            generation: generation
+            generation: generation,
+            readingResumePoint: readingResumePoint
         )
         let result = connected.write
         if kind == .backend {
@@ -121,15 +126,22 @@ struct PresenceOperations: Sendable {
         )
         return Connected(
             status: PresenceView.own.status(of: result.reply.record, appDefault: app.config.lastSeenPrivacy),
-            replaced: connected.replaced
+            replaced: connected.replaced,
+            resumePoint: connected.resumePoint
         )
     }
 
     /// SPEC §10.6: refuses (`RATE_LIMITED`, with `retryAfterMs`) a connect of `userId` that the app's
     /// `connectRateLimit` would refuse now, before the connect costs anything else (SPEC §10.7). The connect itself
-    /// counts and checks again.
-    func admitConnect(app: AppRecord, userId: String) async throws {
-        try await statuses.admitConnect(appId: app.appId, userId: userId, limit: app.config.connectRateLimit)
+    /// counts and checks again. Admitted with `readingRelations`, it answers the user's relationships (SPEC §6), read
+    /// in the same round trip.
+    func admitConnect(app: AppRecord, userId: String, readingRelations: Bool) async throws -> Relations? {
+        try await statuses.admitConnect(
+            appId: app.appId,
+            userId: userId,
+            limit: app.config.connectRateLimit,
+            readingRelations: readingRelations
+        )
     }
 
     /// Devices removed by a login (SPEC §3: by the login policy, or past `maxDevicesPerUser`): their sockets are closed

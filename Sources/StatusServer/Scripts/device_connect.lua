@@ -14,13 +14,16 @@
 -- SPEC §10.6 `connectRateLimit`: at most `connectCalls` accepted connects per user in any `connectWindowMs` (sliding
 -- window, WebSocket and backend logins together); past it nothing is stored and the script answers
 -- CONNECT_RATE_LIMITED with the milliseconds until the oldest connect leaves the window.
--- KEYS: status, profile, devices, subs, connect rate-limit log
+-- SPEC §7 resume: a device that presents a `resume` token is answered, in this same step, the resume point stored for
+-- it (written by devices_remove.lua), read together with the device it replaces: whichever of the two the departure of
+-- the token's session had reached, the node sees it, and a resume costs no round trip of its own to find its point.
+-- KEYS: status, profile, devices, subs, connect rate-limit log, the device's resume point
 -- ARGV: deviceId, device JSON {"p": platform, "n": node, "c": connection id, "k": "ws"|"api", "s": state (absent:
 --       active, SPEC §10.4)},
 --       login rules JSON {"maxDevices": n, "kickPlatforms": [platform, ...], "connectCalls": n?, "connectWindowMs": ms?},
 --       appId, userId, user channel,
---       app slot channel (docs/bus.md), token generation ('' = no token to check)
--- Reply: {changed (1 status | 2 devices only), replaced device JSON | '', kicked count k,
+--       app slot channel (docs/bus.md), token generation ('' = no token to check), '1' to read the resume point
+-- Reply: {changed (1 status | 2 devices only), replaced device JSON | '', resume point | '', kicked count k,
 --         (the public view changed: lib.lua settle_public, published with the change)
 --         k x (deviceId, device JSON, 'loginPolicy'|'tooManyDevices'), <status reply>}, or error USER_NOT_FOUND (no
 --         token) or TOKEN_REVOKED (the token's generation is not the user's, or the user is gone), or
@@ -110,7 +113,11 @@ if before[1] ~= 'online' or shown_availability(before) ~= shown_availability(rea
     changed = 1
 end
 redis.call('HSET', KEYS[1], 'la', now)
-local header = { changed, previous, #kicked / 3 }
+local resume_point = ''
+if ARGV[9] == '1' then
+    resume_point = redis.call('GET', KEYS[6]) or ''
+end
+local header = { changed, previous, resume_point, #kicked / 3 }
 for i = 1, #kicked do
     header[#header + 1] = kicked[i]
 end

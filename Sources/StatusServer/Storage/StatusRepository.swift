@@ -289,6 +289,8 @@ struct StatusRepository: Sendable {
     struct ConnectResult: Sendable {
         var write: WriteResult
         var replaced: DeviceRecord?
+        /// The device's resume point, read in the connect's step when asked for (SPEC §7).
+        var resumePoint: ResumePoint?
         var kicked: [KickedDevice]
     }
 
@@ -324,30 +326,45 @@ struct StatusRepository: Sendable {
     }
 
     /// SPEC §10.6 `connectRateLimit`: throws `RATE_LIMITED` when a connect of the user would be refused now
-    /// (`connect_admission.lua`, reads only), so that a refused connect stores and subscribes nothing (SPEC §10.7).
-    func admitConnect(appId: String, userId: String, limit: AppConfig.RateLimit) async throws {
+    /// (`connect_admission.lua`, reads only), so that a refused connect stores nothing and reads nothing of the user
+    /// (SPEC §10.7). Admitted with `readingRelations`, it answers the user's relationships, read in the same step.
+    func admitConnect(appId: String, userId: String, limit: AppConfig.RateLimit, readingRelations: Bool) async throws -> Relations? {
         let user = RedisKeys(appId: appId).user(userId)
-        _ = try await runner.run(ConnectAdmission.self, keys: .init(user: user), arguments: .init(limit: limit))
+        return try await runner.run(
+            ConnectAdmission.self,
+            keys: .init(user: user),
+            arguments: .init(limit: limit, readingRelations: readingRelations)
+        ).relations
     }
 
     /// A device connects (`device_connect.lua`, which applies the login rules and publishes the change). With a
-    /// token's `generation`, a user deleted since the token was minted is `UNAUTHORIZED` and nothing is written.
+    /// token's `generation`, a user deleted since the token was minted is `UNAUTHORIZED` and nothing is written. With
+    /// `readingResumePoint`, the device's resume point is read in the same step (SPEC §7).
     func connect(
         appId: String,
         userId: String,
         deviceId: String,
         record: DeviceRecord,
         rules: LoginRules,
-        generation: String? = nil
+        generation: String? = nil,
+        readingResumePoint: Bool = false
     ) async throws -> ConnectResult {
         let user = RedisKeys(appId: appId).user(userId)
         let reply = try await runner.run(
             DeviceConnect.self,
-            keys: .init(user: user),
-            arguments: .init(deviceId: deviceId, record: record, rules: rules, appId: appId, userId: userId, generation: generation)
+            keys: .init(user: user, deviceId: deviceId),
+            arguments: .init(
+                deviceId: deviceId,
+                record: record,
+                rules: rules,
+                appId: appId,
+                userId: userId,
+                generation: generation,
+                readingResumePoint: readingResumePoint
+            )
         )
         let write = WriteResult(change: reply.change, reply: reply.status.owned(by: userId))
-        return ConnectResult(write: write, replaced: reply.replaced, kicked: reply.kicked)
+        return ConnectResult(write: write, replaced: reply.replaced, resumePoint: reply.resumePoint, kicked: reply.kicked)
     }
 
     /// What a device state report or a heartbeat did (`device_state.lua`).

@@ -20,7 +20,6 @@ struct StorageLayer: Sendable {
     let relations: RelationsLoader
     let deviceRecords: DeviceRecordStore
     let recentChanges: RecentChangesLog
-    let resumePoints: ResumePointStore
     let listings: ListingStore
     let heartbeats: HeartbeatStore
     let nodes: NodeStore
@@ -49,7 +48,6 @@ struct StorageLayer: Sendable {
         relations = RelationsLoader(redis: redis)
         deviceRecords = DeviceRecordStore(redis: redis)
         recentChanges = RecentChangesLog(redis: redis)
-        resumePoints = ResumePointStore(redis: redis)
         listings = ListingStore(redis: redis)
         heartbeats = HeartbeatStore(redis: redis)
         nodes = NodeStore(redis: redis, fence: fence)

@@ -241,12 +241,10 @@ final class DeviceGateway: Sendable {
         )
     }
 
-    /// Authorizes, checks the connect rate limit, registers the session in the fan-out index (so no event is missed
-    /// from here on: it waits in the session's backlog until the welcome is written) and connects the device in Redis.
+    /// Authorizes, registers the session in the fan-out index (so no event is missed from here on: it waits in the
+    /// session's backlog until the welcome is written), checks the connect rate limit and connects the device in Redis.
     private func open(_ head: HTTPRequestHead, channel: any Channel) async throws -> (DeviceSession, OpeningFrames) {
         let parameters = try await authorize(head)
-        // A connect past the limit is refused before it subscribes or stores anything (SPEC §10.6, §10.7).
-        try await presence.admitConnect(app: parameters.app, userId: parameters.userId)
         let session = DeviceSession(
             appId: parameters.app.appId,
             userId: parameters.userId,
@@ -261,11 +259,30 @@ final class DeviceGateway: Sendable {
         try await channel.eventLoop.submit {
             session.channelHandler = DeviceChannelHandler(session: session, gateway: gateway, limits: gateway.limits)
         }.get()
-        await fanout.register(session)
+        let joining = await fanout.join(session)
         recordGauges()
+        let relations: Relations?
+        do {
+            // A connect past the limit is refused before it stores, reads or subscribes to anything of the user (SPEC
+            // §10.6, §10.7). Admitted, the same step reads the user's relationships when the node does not know them
+            // yet and already hears the user's channel (``FanoutService/Joining``).
+            relations = try await presence.admitConnect(
+                app: parameters.app,
+                userId: parameters.userId,
+                readingRelations: joining.admissionReadsRelations
+            )
+        } catch {
+            await abandon(session, app: parameters.app, connected: false, listed: false)
+            throw error
+        }
         let connected: PresenceOperations.Connected
         do {
-            try await nodes.add(session)
+            // The node's device list (batched with other sessions' changes) while the fan-out listens to what the
+            // session hears: both before the connect, so that no event is missed and a node that dies leaves nothing
+            // its reconciliation cannot find.
+            async let listed: Void = nodes.add(session)
+            await fanout.settle(session, joining: joining, relations: relations)
+            try await listed
             connected = try await presence.connect(
                 app: parameters.app,
                 userId: session.userId,
@@ -273,7 +290,8 @@ final class DeviceGateway: Sendable {
                 platform: session.platform,
                 kind: .webSocket,
                 connection: session.connectionId,
-                generation: parameters.generation
+                generation: parameters.generation,
+                readingResumePoint: parameters.resume != nil
             )
         } catch {
             // A refused token or connect rate limit wrote nothing; any other failure may have connected the device.
@@ -295,7 +313,14 @@ final class DeviceGateway: Sendable {
         )
         var frames = OpeningFrames(bytes: WebSocketWire.text(welcome.jsonBytes))
         if let token = parameters.resume,
-            let missed = await resume.missedChanges(token: token, session: session, app: parameters.app, replaced: connected.replaced)
+            let missed = await resume.missedChanges(
+                token: token,
+                session: session,
+                app: parameters.app,
+                stored: connected.resumePoint,
+                replaced: connected.replaced,
+                relations: relations
+            )
         {
             // Right after the welcome, before anything the session has waiting (SPEC §7).
             frames.append(missed.frame, carrying: missed.statuses)
@@ -318,8 +343,9 @@ final class DeviceGateway: Sendable {
 
     /// A connect that failed (or whose answer was lost) may still have been applied: removes the device by its
     /// connection id. If even that fails, the node's device list keeps it, and the node's reconciliation files it.
-    /// `connected` is false when the connect is known to have written nothing (its token was refused).
-    private func abandon(_ session: DeviceSession, app: AppRecord, connected: Bool) async {
+    /// `connected` is false when the connect is known to have written nothing (its token was refused); `listed` is false
+    /// when the session never joined the node's device list (refused by its admission).
+    private func abandon(_ session: DeviceSession, app: AppRecord, connected: Bool, listed: Bool = true) async {
         // The handler never gets the channel: drop it (it and the session hold each other until then).
         session.eventLoop.execute { session.channelHandler = nil }
         fanout.unregister(session)
@@ -334,7 +360,7 @@ final class DeviceGateway: Sendable {
                     connection: session.connectionId
                 )
             }
-            try await nodes.remove(session)
+            if listed { try await nodes.remove(session) }
         } catch {
             logger.debug("a failed connect is left to reconciliation", metadata: ["error": "\(error)"])
         }

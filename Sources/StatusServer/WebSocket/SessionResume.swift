@@ -5,7 +5,6 @@ import StatusCore
 /// What a device resuming a session is sent right after its welcome (SPEC §7; the design is in `docs/resume.md`): the
 /// users it hears about whose version moved since the session named by its token lost its socket.
 struct SessionResume: Sendable {
-    let resumePoints: ResumePointStore
     /// The app's log of recent changes, for an app-wide scope.
     let recentChanges: RecentChangesLog
     let statuses: StatusRepository
@@ -22,15 +21,18 @@ struct SessionResume: Sendable {
     /// whose version moved since the session named by `token` lost its socket; nil for an unknown or expired token,
     /// or when nothing moved. The session's own rights decide what it is sent, and lastActiveAt is shown as last-seen
     /// privacy allows. A failure to read is a plain connect. The frame comes with the statuses it carries (which the
-    /// socket is then known to have been sent, ``OpeningFrames``).
+    /// socket is then known to have been sent, ``OpeningFrames``). `stored` and `replaced`: the device's resume point
+    /// and the device record the connect replaced, both read in the connect's step. `known`: the user's relationships,
+    /// when the connect's admission read them.
     func missedChanges(
         token: String,
         session: DeviceSession,
         app: AppRecord,
-        replaced: DeviceRecord?
+        stored: ResumePoint?,
+        replaced: DeviceRecord?,
+        relations known: Relations? = nil
     ) async -> (frame: ByteBuffer, statuses: [UserStatus])? {
         do {
-            let stored = try await resumePoints.point(appId: app.appId, userId: session.userId, deviceId: session.deviceId)
             guard let point = ResumePoint.since(token: token, stored: stored, replaced: replaced) else { return nil }
             let since = point.lostAt
             // Beyond its relationships, a device of scope `all` or `roles:` hears about anyone: the app's log of recent
@@ -61,8 +63,15 @@ struct SessionResume: Sendable {
                 break
             }
             // The relationships as they are now, read from Redis: one made by another device or the backend just
-            // before this connect may not have reached the index yet, and the device never had that user's state.
-            let relationships = try await relations.load(AppUser(appId: app.appId, userId: session.userId))
+            // before this connect may not have reached the index yet, and the device never had that user's state. The
+            // connect's admission read them (`known`) when the user had no session here; one made after that read is
+            // heard on the user's channel, which the session listened to before it, and caught up with like any other.
+            let relationships: Relations
+            if let known {
+                relationships = known
+            } else {
+                relationships = try await relations.load(AppUser(appId: app.appId, userId: session.userId))
+            }
             let watched = Entitlement.facts(of: session.userId, relations: relationships, including: others)
             let blocks =
                 relationships.blocked.isEmpty

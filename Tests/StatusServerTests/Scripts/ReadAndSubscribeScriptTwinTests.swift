@@ -23,6 +23,27 @@ import Testing
         expectRateLimited(retryAfterMs: 40) { _ = try Unsubscribe.Reply(Canned.array([Canned.int(1), Canned.int(40)])) }
     }
 
+    @Test func connectAdmission() throws {
+        #expect(try ConnectAdmission.Reply(Canned.int(0)).relations == nil)
+        let read = try ConnectAdmission.Reply(
+            Canned.array([Canned.array([Canned.text("b"), Canned.text("c")]), Canned.array([]), Canned.array([Canned.text("x")])])
+        )
+        #expect(read.relations == Relations(subscriptions: ["b", "c"], friends: [], blocked: ["x"]))
+        #expect(throws: StatusReplyError.self) { try ConnectAdmission.Reply(Canned.array([Canned.array([]), Canned.array([])])) }
+        #expect(throws: StatusReplyError.self) { try ConnectAdmission.Reply(Canned.array([Canned.text("b"), Canned.array([]), Canned.array([])])) }
+        #expect(throws: StatusReplyError.self) {
+            try ConnectAdmission.Reply(Canned.array([Canned.array([Canned.int(1)]), Canned.array([]), Canned.array([])]))
+        }
+        expectRateLimited(retryAfterMs: 900) { _ = try ScriptRunner.decode(ConnectAdmission.self, .error("CONNECT_RATE_LIMITED 900")) }
+    }
+
+    @Test func connectAdmissionKeysFollowTheHeader() {
+        let user = RedisKeys(appId: "app").user("u")
+        #expect(ConnectAdmission.Keys(user: user).strings == [user.connectRateLimit, user.subscriptions, user.friends, user.blocks, user.blockedBy])
+        #expect(ConnectAdmission.Arguments(limit: .init(calls: 3, windowSeconds: 2), readingRelations: true).strings == ["3", "2000", "1"])
+        #expect(ConnectAdmission.Arguments(limit: .init(calls: 3, windowSeconds: 2), readingRelations: false).strings == ["3", "2000", "0"])
+    }
+
     @Test func queryRateLimitKeysFollowTheHeader() {
         let user = RedisKeys(appId: "app").user("u")
         let keys = QueryRateLimit.Keys(user: user, operation: .subscribe).strings

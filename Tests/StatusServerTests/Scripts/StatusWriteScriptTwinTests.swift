@@ -77,24 +77,36 @@ import Testing
     @Test func deviceConnect() throws {
         let reply = try DeviceConnect.Reply(
             Canned.array(
-                [Canned.int(2), Canned.device, Canned.int(2), Canned.text("k1"), Canned.device, Canned.text("loginPolicy")]
+                [Canned.int(2), Canned.device, Canned.text("c-1 1700000000000"), Canned.int(2)]
+                    + [Canned.text("k1"), Canned.device, Canned.text("loginPolicy")]
                     + [Canned.text("k2"), Canned.device, Canned.text("somethingNew")] + Canned.status
             )
         )
         #expect(reply.change == .devices)
         #expect(reply.replaced?.platform == "ios")
+        #expect(reply.resumePoint?.connection == "c-1")
         // A kick whose reason this version does not know is left out, as before.
         #expect(reply.kicked.map(\.deviceId) == ["k1"])
         #expect(reply.kicked.first?.reason == .loginPolicy)
         #expect(reply.status.status.onlineDevices?.count == 1)
-        let fresh = try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.int(0)] + Canned.status))
+        let fresh = try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.text(""), Canned.int(0)] + Canned.status))
         #expect(fresh.replaced == nil)
+        #expect(fresh.resumePoint == nil)
         #expect(fresh.kicked.isEmpty)
+        // A resume point that does not parse is no resume point.
+        let garbled = try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.text("x"), Canned.int(0)] + Canned.status))
+        #expect(garbled.resumePoint == nil)
         // The kicked count says more devices than the reply holds.
         expectMalformed("device_connect.lua") {
-            try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.int(5), Canned.text("k1")]))
+            try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.text(""), Canned.int(5), Canned.text("k1")]))
         }
-        expectMalformed("device_connect.lua") { _ = try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.int(-1)])) }
+        expectMalformed("device_connect.lua") {
+            _ = try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.text(""), Canned.int(-1)]))
+        }
+        // A resume point where the kicked count belongs.
+        expectMalformed("device_connect.lua") {
+            _ = try DeviceConnect.Reply(Canned.array([Canned.int(1), Canned.text(""), Canned.int(0)] + Canned.status))
+        }
         expectMalformed("device_connect.lua") { _ = try DeviceConnect.Reply(Canned.array([Canned.int(1)])) }
         expectMalformed("device_connect.lua") { _ = try DeviceConnect.Reply(.null) }
     }

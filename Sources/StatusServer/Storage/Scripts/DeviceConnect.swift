@@ -5,14 +5,17 @@ import RedisClient
 enum DeviceConnect: StatusScript {
     static func script(in library: ScriptLibrary) -> RedisScript { library.deviceConnect }
 
-    /// KEYS: status, profile, devices, subs, connect rate-limit log.
+    /// KEYS: status, profile, devices, subs, connect rate-limit log, the device's resume point.
     struct Keys: ScriptInput {
         var user: UserKeys
-        var strings: [String] { [user.status, user.profile, user.devices, user.subscriptions, user.connectRateLimit] }
+        var deviceId: String
+        var strings: [String] {
+            [user.status, user.profile, user.devices, user.subscriptions, user.connectRateLimit, user.resume(deviceId)]
+        }
     }
 
     /// ARGV: deviceId, device JSON, login rules JSON, appId, userId, the two status channels, token generation ('' =
-    /// no token to check).
+    /// no token to check), whether to read the resume point.
     struct Arguments: ScriptInput {
         var deviceId: String
         var record: DeviceRecord
@@ -20,20 +23,24 @@ enum DeviceConnect: StatusScript {
         var appId: String
         var userId: String
         var generation: String?
+        var readingResumePoint = false
 
         var strings: [String] {
             get throws {
                 [deviceId, try JSONCoding.string(record), try JSONCoding.string(rules), appId, userId]
-                    + BusChannels.statusArguments(appId, userId) + [generation ?? ""]
+                    + BusChannels.statusArguments(appId, userId) + [generation ?? "", readingResumePoint ? "1" : "0"]
             }
         }
     }
 
-    /// `{changed (1 status | 2 devices only), replaced device JSON | '', kicked count k, k x (deviceId, device JSON,
-    /// reason), <status reply>}`; `USER_NOT_FOUND`, `TOKEN_REVOKED` and `CONNECT_RATE_LIMITED <ms>` are error replies.
+    /// `{changed (1 status | 2 devices only), replaced device JSON | '', resume point | '', kicked count k, k x
+    /// (deviceId, device JSON, reason), <status reply>}`; `USER_NOT_FOUND`, `TOKEN_REVOKED` and
+    /// `CONNECT_RATE_LIMITED <ms>` are error replies.
     struct Reply: ScriptReply {
         var change: StatusRepository.Change
         var replaced: DeviceRecord?
+        /// The device's stored resume point, when asked for and there is one that parses (``ResumePoint/init(stored:)``).
+        var resumePoint: ResumePoint?
         /// The kicked devices whose record and reason this version reads (others are left out).
         var kicked: [StatusRepository.KickedDevice]
         var status: StatusReply
@@ -42,6 +49,7 @@ enum DeviceConnect: StatusScript {
             var reader = try ScriptReplyReader(value, script: "device_connect.lua")
             change = try reader.change()
             replaced = DeviceRecord.decode(try reader.value())
+            resumePoint = try reader.optionalString().flatMap(ResumePoint.init(stored:))
             let count = try reader.count()
             kicked = []
             kicked.reserveCapacity(count)

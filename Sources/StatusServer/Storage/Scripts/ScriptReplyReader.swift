@@ -80,6 +80,19 @@ struct ScriptReplyReader {
         return string.isEmpty ? nil : string
     }
 
+    /// The next value as a set of strings (an array reply of members, such as SMEMBERS answers).
+    mutating func members() throws -> Set<String> {
+        let position = index
+        let value = try value()
+        guard case .array(let items) = value else { throw mistyped(value, at: position, expected: "an array of members") }
+        var members = Set<String>(minimumCapacity: items.count)
+        for item in items {
+            guard let member = item.string else { throw mistyped(item, at: position, expected: "an array of strings") }
+            members.insert(member)
+        }
+        return members
+    }
+
     /// The next value as what a write did to the status (`0 none | 1 status | 2 devices only`).
     mutating func change() throws -> StatusRepository.Change {
         let position = index
