@@ -56,9 +56,17 @@ struct DeviceRecord: Sendable, Hashable, Codable {
         return decode(value)?.platform
     }
 
-    /// Decodes a stored record, or nil.
+    /// Decodes a stored record, or nil: the scripts' own shape directly (``fastDecode(_:)``), anything else with
+    /// `JSONDecoder`.
     static func decode(_ value: RedisValue) -> DeviceRecord? {
-        guard let raw = value.string, !raw.isEmpty else { return nil }
-        return try? JSONCoding.decoder.decode(DeviceRecord.self, from: Data(raw.utf8))
+        let bytes: [UInt8]
+        switch value {
+        case .bulkString(let stored): bytes = stored
+        case .simpleString(let stored): bytes = Array(stored.utf8)
+        case .null, .error, .integer, .array: return nil
+        }
+        guard !bytes.isEmpty else { return nil }
+        if let record = bytes.withUnsafeBytes(fastDecode) { return record }
+        return try? JSONCoding.decoder.decode(DeviceRecord.self, from: Data(String(decoding: bytes, as: UTF8.self).utf8))
     }
 }
