@@ -1,10 +1,16 @@
 -- Shared prelude, prepended to every statusd script.
 -- SPEC §5: sliding-window rate limit per (app, user, operation); SPEC §2: the status object.
 
--- Milliseconds since the epoch from the Redis server clock, so that every node uses one clock.
+-- Milliseconds since the epoch from the Redis server clock, so that every node uses one clock. Read once per call: the
+-- script runs as one atomic step, so one reading is its moment, and the deadline check below and the script's own
+-- `now` share it instead of paying a second `TIME`.
+local call_now_ms
 local function now_ms()
-    local t = redis.call('TIME')
-    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if not call_now_ms then
+        local t = redis.call('TIME')
+        call_now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    return call_now_ms
 end
 
 -- SPEC §7: a refused request changes nothing, then or later. Every call's first argument is the last moment (epoch ms on
@@ -17,19 +23,22 @@ if call_deadline_ms > 0 and now_ms() > call_deadline_ms then
 end
 
 -- SPEC §5: at most `calls` accepted calls in any window of `window_ms`; a rejected call is not counted.
--- Returns 0 when accepted (and records the call), else the milliseconds until the oldest accepted call leaves the window.
+-- Returns 0 when accepted (and records the call), else the milliseconds until the oldest accepted call leaves the window;
+-- then the number of calls in the window, this one included when accepted.
+-- The numbers go to Redis as integers formatted here: a Lua number passed to redis.call, or joined to a string, is
+-- formatted as a float, which costs more than the command that receives it.
 local function rate_limit(key, now, calls, window_ms)
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window_ms)
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window_ms))
     local count = redis.call('ZCARD', key)
     if count >= calls then
         local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
         local retry = tonumber(oldest[2]) + window_ms - now
         if retry < 1 then retry = 1 end
-        return retry
+        return retry, count
     end
-    redis.call('ZADD', key, now, now .. ':' .. count)
-    redis.call('PEXPIRE', key, window_ms)
-    return 0
+    redis.call('ZADD', key, string.format('%d', now), string.format('%d:%d', now, count))
+    redis.call('PEXPIRE', key, string.format('%d', window_ms))
+    return 0, count + 1
 end
 
 -- SPEC §2: while online, any request or connect is activity. `status_type` is the hash's `t` ('' when absent) where
@@ -41,15 +50,16 @@ local function touch_if_online(status_key, now, status_type)
 end
 
 -- SPEC §5 for a rate-limited operation: counts the call, or returns the `{1, retry after ms}` reply of a rejected
--- one; an accepted call is activity (SPEC §2). Returns nil when accepted. `status_type` as for touch_if_online.
+-- one; an accepted call is activity (SPEC §2). Returns nil and the calls in the window (this one included) when
+-- accepted. `status_type` as for touch_if_online.
 local function admit(rate_key, status_key, calls, window_ms, status_type)
     local now = now_ms()
-    local retry = rate_limit(rate_key, now, tonumber(calls), tonumber(window_ms))
+    local retry, count = rate_limit(rate_key, now, tonumber(calls), tonumber(window_ms))
     if retry > 0 then
         return { 1, retry }
     end
     touch_if_online(status_key, now, status_type)
-    return nil
+    return nil, count
 end
 
 -- SPEC §4: subscriptions are kept while the user is online and expire `retention_ms` after the later of
@@ -263,12 +273,14 @@ local function status_reply(status_key, profile_key, devices_key, refresh_copy, 
     return reply
 end
 
--- Prefixes a status reply with header values.
+-- Prefixes a status reply with header values: the reply's values are appended to the header (inserting each header
+-- value at the front instead moved every value of the reply once per header value).
 local function with_header(header, reply)
-    for i = #header, 1, -1 do
-        table.insert(reply, 1, header[i])
+    local n = #header
+    for i = 1, #reply do
+        header[n + i] = reply[i]
     end
-    return reply
+    return header
 end
 
 -- SPEC §6 (who is told) starts here: a write that changed a status puts it on the bus in the same atomic step, so a
@@ -284,7 +296,9 @@ end
 local function publish_status(user_channel, app_channel, app_id, user_id, change, reply, public_change)
     -- The message is one concatenation (Lua joins a chain of `..` in one step, into one new string); only the parts
     -- that may be absent are made before it. Identifiers (SPEC §1), statusType, availability and platforms are written
-    -- as they are: their characters never need escaping in JSON.
+    -- as they are: their characters never need escaping in JSON. So are the numbers (versions, epoch ms): the scripts
+    -- store them as decimal integers, and reading one back as a Lua number to format it again cost a float parse and
+    -- a float format each.
     local role, privacy, custom, active, devices, hidden, expires = '', '', '', '', '', '', ''
     if reply[5] ~= '' then
         role = ',"role":' .. cjson.encode(reply[5])
@@ -296,10 +310,10 @@ local function publish_status(user_channel, app_channel, app_id, user_id, change
         custom = ',"customStatus":' .. cjson.encode(reply[2])
     end
     if reply[3] ~= '' then
-        active = ',"lastActiveAt":' .. tostring(tonumber(reply[3]))
+        active = ',"lastActiveAt":' .. reply[3]
     end
     if reply[11] ~= '' then
-        expires = ',"customStatusExpiresAt":' .. tostring(tonumber(reply[11]))
+        expires = ',"customStatusExpiresAt":' .. reply[11]
     end
     local availability = reply[7] ~= '' and reply[7] or 'available'
     if availability == 'invisible' then
@@ -312,7 +326,7 @@ local function publish_status(user_channel, app_channel, app_id, user_id, change
                 .. (seen.expires ~= '' and (',"customStatusExpiresAt":' .. seen.expires) or '')
         end
         hidden = ',"hidden":{"statusType":"' .. (seen and 'online' or (reply[9] ~= '' and reply[9] or 'offline')) .. '"'
-            .. (reply[10] ~= '' and (',"lastActiveAt":' .. tostring(tonumber(reply[10]))) or '') .. shown .. '}'
+            .. (reply[10] ~= '' and (',"lastActiveAt":' .. reply[10]) or '') .. shown .. '}'
     end
     if #reply > 12 then
         local d = {}
@@ -325,12 +339,12 @@ local function publish_status(user_channel, app_channel, app_id, user_id, change
     end
     local payload = '{"v":1,"type":"status","appId":"' .. app_id
         .. (change == 1 and '","change":"status"' or '","change":"devices"') .. role .. privacy
-        .. ',"publicVersion":' .. tostring(tonumber(reply[8]))
+        .. ',"publicVersion":' .. reply[8]
         .. (public_change == 1 and ',"publicChange":true' or ',"publicChange":false') .. hidden
         .. (reply[12] == '1' and ',"autoAway":true' or '')
         .. ',"status":{"userId":"' .. user_id .. '","statusType":"' .. reply[1] .. '"' .. custom .. active .. expires
         .. ',"availability":"' .. availability .. '"'
-        .. ',"version":' .. tostring(tonumber(reply[4])) .. ',"onlineDevices":[' .. devices .. ']}}'
+        .. ',"version":' .. reply[4] .. ',"onlineDevices":[' .. devices .. ']}}'
     redis.call('SPUBLISH', user_channel, payload)
     if change == 1 and public_change == 1 then
         redis.call('SPUBLISH', app_channel, payload)

@@ -17,12 +17,12 @@ local s = redis.call('HMGET', KEYS[2], 't', 'pc')
 if not s[2] and redis.call('EXISTS', KEYS[5]) == 0 then
     return redis.error_reply('USER_NOT_FOUND')
 end
-local rejected = admit(KEYS[1], KEYS[2], ARGV[1], ARGV[2], s[1] or '')
+local rejected, counted = admit(KEYS[1], KEYS[2], ARGV[1], ARGV[2], s[1] or '')
 if rejected then
     return rejected
 end
 local blocked = redis.call('SUNION', KEYS[3], KEYS[4])
-local reply = { 0, tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1]), #blocked }
+local reply = { 0, tonumber(ARGV[1]) - counted, #blocked }
 for _, id in ipairs(blocked) do reply[#reply + 1] = id end
 if #blocked > 0 then
     for _, version in ipairs(redis.call('HMGET', KEYS[7], unpack(blocked))) do reply[#reply + 1] = version or '' end

@@ -34,9 +34,11 @@ if not s[5] then
     s = read_with_copy(KEYS[1])
 end
 local now = now_ms()
+-- The moment as it is stored, formatted once (a number passed to redis.call is formatted as a float each time).
+local now_text = string.format('%d', now)
 local writes = {}
 if s[1] == 'online' then
-    s[3] = tostring(now)
+    s[3] = now_text
     writes[#writes + 1] = 'la'
     writes[#writes + 1] = s[3]
 end
@@ -82,14 +84,14 @@ if ARGV[7] ~= '' and (s[9] or '') ~= wanted then
             -- left) is the drop others will see end.
             local g = redis.call('HMGET', KEYS[1], 'gd', 'gu')
             local ends = now + grace
-            s[11], s[12] = hidden_online_of(before), tostring(now)
+            s[11], s[12] = hidden_online_of(before), now_text
             if g[1] and g[2] then
                 s[12], ends = g[1], tonumber(g[2])
             end
             writes[#writes + 1] = 'hu'
             writes[#writes + 1] = string.format('%d', ends)
         elseif s[1] == 'online' then
-            s[11], s[12] = 'offline', tostring(now)
+            s[11], s[12] = 'offline', now_text
         else
             s[11], s[12] = s[1] or 'unlogined', s[3] or ''
         end
@@ -121,14 +123,14 @@ if changed == 1 then
     writes[#writes + 1] = 'v'
     writes[#writes + 1] = s[4]
     writes[#writes + 1] = 'vt'
-    writes[#writes + 1] = now
+    writes[#writes + 1] = now_text
     -- settle_public, folded into the one write.
     local pv = tonumber(before[6] or before[4] or '0')
     if public_key(before) ~= public_key(public_of(s)) then
         public_change = 1
         pv = pv + 1
         writes[#writes + 1] = 'pt'
-        writes[#writes + 1] = now
+        writes[#writes + 1] = now_text
     end
     s[10] = string.format('%d', pv)
     writes[#writes + 1] = 'pv'
