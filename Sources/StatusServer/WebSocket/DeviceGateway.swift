@@ -145,16 +145,12 @@ final class DeviceGateway: Sendable {
             }
             switch turn {
             case .connect:
-                // On the connection's own event loop, as an HTTP request is (EventLoopTaskExecutor): its Redis calls
-                // go out on a connection of that loop and their replies resume it there, with no hop to another thread
-                // and back for each of them.
-                let result: Admission = await withTaskExecutorPreference(EventLoopTaskExecutor(channel.eventLoop)) {
-                    do {
-                        let (session, welcome) = try await self.open(head, channel: channel)
-                        return .accepted(session, welcome: welcome)
-                    } catch {
-                        return .refused(ErrorMiddleware<StatusRequestContext>.statusError(for: error))
-                    }
+                let result: Admission
+                do {
+                    let (session, welcome) = try await self.open(head, channel: channel)
+                    result = .accepted(session, welcome: welcome)
+                } catch {
+                    result = .refused(ErrorMiddleware<StatusRequestContext>.statusError(for: error))
                 }
                 self.metrics.deviceUpgrades(Self.outcome(of: result, channelOpen: channel.isActive)).increment()
                 promise.succeed(result)
@@ -374,12 +370,9 @@ final class DeviceGateway: Sendable {
     func execute(_ request: ByteBuffer, for session: DeviceSession, replyingTo handler: NIOLoopBound<DeviceChannelHandler>) {
         let requests = self.requests
         let queued = work.submit {
-            // On the session's event loop, as an HTTP request is (EventLoopTaskExecutor).
-            await withTaskExecutorPreference(EventLoopTaskExecutor(session.eventLoop)) {
-                let (reply, after) = await requests.handle(request, session: session)
-                let frame = WebSocketWire.text(reply)
-                session.eventLoop.execute { handler.value.requestFinished(frame, closeAfter: after == .close) }
-            }
+            let (reply, after) = await requests.handle(request, session: session)
+            let frame = WebSocketWire.text(reply)
+            session.eventLoop.execute { handler.value.requestFinished(frame, closeAfter: after == .close) }
         }
         if !queued {
             let refusal = WebSocketWire.text(requests.refusal(of: request, StatusError(.unavailable, "the node is overloaded")))
@@ -398,12 +391,7 @@ final class DeviceGateway: Sendable {
         if ending == .tooSlow { metrics.slowConsumers.increment() }
         // Whom the session heard about, read from the index now, while its user's relationships are still there.
         let heard = (facts: index.watched(by: session), blocked: index.blocked(by: session))
-        let queued = work.submit {
-            // On the session's event loop too: its Redis calls are answered there, without a hop to another thread.
-            await withTaskExecutorPreference(EventLoopTaskExecutor(session.eventLoop)) {
-                await self.fileDeparture(session, because: ending, delivered: sent, heard: heard)
-            }
-        }
+        let queued = work.submit { await self.fileDeparture(session, because: ending, delivered: sent, heard: heard) }
         if !queued {
             // Still on the node's device list: its reconciliation files the departure; the housekeeping drops the
             // bus channels nobody needs any more.
