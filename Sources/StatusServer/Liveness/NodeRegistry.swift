@@ -30,6 +30,9 @@ final class NodeRegistry: Sendable {
     /// List changes written so far in batches (one round trip each).
     var listBatchesWritten: Int { listChanges.batchesWritten }
 
+    /// The shortest lease a node may be configured with (`--lease-seconds` is at least 2).
+    static let shortestLeaseMs: Int64 = 2000
+
     /// How often the lease is renewed: three times per lease.
     var renewalPeriod: Duration { .milliseconds(leaseSeconds * 1000 / 3) }
 
@@ -64,9 +67,12 @@ final class NodeRegistry: Sendable {
         return hadLease || first ? .held : .lost
     }
 
-    /// Nodes whose lease has expired, other than this one.
+    /// Nodes whose lease has expired, other than this one. Each node renews for a lease of its own length, and its
+    /// lease key runs out in Redis after that length: a node not renewed for the shortest lease a node can have is a
+    /// candidate, and its missing lease key says it is dead. (Judging other nodes by this node's own lease would leave
+    /// a dead node with a shorter lease online for this node's whole lease.)
     func deadNodes() async throws -> [String] {
-        let candidates = try await store.renewedBefore(clock.nowMs - Int64(leaseSeconds) * 1000)
+        let candidates = try await store.renewedBefore(clock.nowMs - Self.shortestLeaseMs)
         var dead: [String] = []
         for node in candidates where node != nodeId {
             if try await !store.holdsLease(node) { dead.append(node) }

@@ -10,6 +10,10 @@ final class ManualNodeClock: NodeClock {
     private struct State {
         var elapsed: Duration = .zero
         var nextId = 0
+        /// The most tasks ever asleep on the clock at once: the node's loops, all of them idle.
+        var mostAsleep = 0
+        /// The loops of the node the clock is installed in that sleep on it (0 until it is installed).
+        var nodeLoops = 0
         var sleepers: [Int: (deadline: Duration, continuation: CheckedContinuation<Void, any Error>)] = [:]
         /// Sleepers not filed yet, and those of them cancelled meanwhile.
         var unfiled: Set<Int> = []
@@ -23,9 +27,17 @@ final class ManualNodeClock: NodeClock {
     var wallNow: Date { wallStart.addingTimeInterval(Self.seconds(state.withLock { $0.elapsed })) }
     var now: ContinuousClock.Instant { start + state.withLock { $0.elapsed } }
 
-    /// Makes a node's configuration use this clock (for `withStatusd(configure: clock.install)`).
+    /// The loops of a node that sleep on its clock when idle: the housekeeping's lease loop and work loop
+    /// (``HousekeepingService``).
+    static let loopsPerNode = 2
+
+    /// Makes a node's configuration use this clock (for `withStatusd(configure: clock.install)`). From then on a
+    /// ``step(by:until:)`` waits for the node's loops, the first time too: a node's first round of housekeeping (dead
+    /// nodes, unfiled departures, unfinished deletions) can take seconds on a busy machine, and a clock stepped
+    /// meanwhile would run ahead of a loop that never slept on it yet.
     func install(in configuration: inout ServerConfiguration) {
         configuration.clock = self
+        state.withLock { $0.nodeLoops = Self.loopsPerNode }
     }
 
     /// How many tasks sleep on this clock now.
@@ -45,6 +57,7 @@ final class ManualNodeClock: NodeClock {
                     if state.cancelled.remove(id) != nil { return .failure(CancellationError()) }
                     if duration <= .zero { return .success(()) }
                     state.sleepers[id] = (state.elapsed + duration, continuation)
+                    state.mostAsleep = max(state.mostAsleep, state.sleepers.count)
                     return nil
                 }
                 if let outcome { continuation.resume(with: outcome) }
@@ -62,21 +75,27 @@ final class ManualNodeClock: NodeClock {
     }
 
     /// Advances the clock by `duration` a housekeeping half-tick (250 ms) at a time; stops early once `until` holds.
-    /// After each advance it waits (in real time, at most 2 s) until as many tasks sleep on the clock as before it: the
-    /// node's loops it woke have done that moment's work and gone back to sleep. A busy machine then slows the steps
-    /// down instead of letting the clock run ahead of the loops (a loop busy during an advance would miss it, and fall
-    /// behind the node's time for good).
+    /// Before each advance, and after the last, it waits (in real time, at most 10 s per wait) until the node's loops
+    /// sleep on the clock: they have done the work of the moment before and wait for the next. A busy machine then slows the steps down instead of letting the clock run ahead of the loops: a loop
+    /// busy during an advance sleeps again from the moved time and misses that moment's work, and under a full parallel
+    /// suite one round of a node's sweeps can take seconds.
     func step(by duration: Duration, until done: () -> Bool = { false }) async throws {
         var left = duration
         while left > .zero, !done() {
+            try await waitUntilLoopsSleep()
             let step = min(left, .milliseconds(250))
-            let asleep = sleepers
             advance(by: step)
             left -= step
-            let deadline = ContinuousClock.now + .seconds(2)
-            repeat {
-                try await Task.sleep(for: .milliseconds(5))
-            } while sleepers < asleep && ContinuousClock.now < deadline
+        }
+        try await waitUntilLoopsSleep()
+    }
+
+    /// Waits (in real time, at most 10 s) until the loops of the node the clock is installed in sleep on it (as many
+    /// tasks as ever did at once, for a clock not installed).
+    private func waitUntilLoopsSleep() async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while state.withLock({ $0.sleepers.count < ($0.nodeLoops > 0 ? $0.nodeLoops : $0.mostAsleep) }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 
