@@ -46,3 +46,38 @@ import Testing
         #expect(queue.isIdle)
     }
 }
+
+/// When a group commit's leader lingers for company: only on a busy node, and what arrived meanwhile joins its batch.
+@Suite struct GroupCommitLingerTests {
+    @Test func aLeaderLingersOnlyWhenTheLastBatchEndedMomentsAgo() {
+        let linger = GroupCommitLinger.churn
+        #expect(!linger.lingers(sinceLastWrite: nil))
+        #expect(linger.lingers(sinceLastWrite: .zero))
+        #expect(linger.lingers(sinceLastWrite: .milliseconds(2)))
+        #expect(!linger.lingers(sinceLastWrite: .microseconds(2001)))
+        #expect(!linger.lingers(sinceLastWrite: .seconds(1)))
+        #expect(!GroupCommitLinger.none.lingers(sinceLastWrite: .zero))
+    }
+
+    @Test func writesArrivingWhileTheLeaderLingersJoinItsBatchInOrderUpToTheRoomLeft() {
+        var queue = GroupCommitQueue<Int>(maxBatch: 4)
+        guard case .lead(let batch) = queue.arrive(0) else {
+            Issue.record("a lone write must lead")
+            return
+        }
+        for member in 1...5 {
+            guard case .wait = queue.arrive(member) else {
+                Issue.record("a write arriving while the leader lingers waits")
+                return
+            }
+        }
+        let joined = batch + queue.gather(upTo: queue.maxBatch - batch.count)
+        #expect(joined == [0, 1, 2, 3])
+        #expect(queue.waitingCount == 2)
+        #expect(queue.gather(upTo: -1) == [])
+        // The rest go as the next batch, and the queue is idle after it.
+        #expect(queue.finished() == [4, 5])
+        #expect(queue.finished() == nil)
+        #expect(queue.isIdle)
+    }
+}

@@ -22,7 +22,7 @@ final class NodeRegistry: Sendable {
         self.store = store
         self.nodeId = nodeId
         self.leaseSeconds = leaseSeconds
-        self.listChanges = GroupCommit(maxBatch: 256) { key, changes in
+        self.listChanges = GroupCommit(maxBatch: 256, linger: .churn) { key, changes in
             try await store.write(changes, to: key)
         }
     }

@@ -1,9 +1,10 @@
 /// The decisions of a group commit, with no I/O: writes to one key group (an app's online index) that callers make
 /// while an earlier write to it is in flight wait, and go out together as the next write, led by the first of them.
 ///
-/// At most one write per key group is in flight; a caller that arrives when none is leads its own write at once, so a
-/// lone write waits for nothing. A batch holds at most ``maxBatch`` members; the rest wait for the one after. No
-/// member waits for more than the write in flight and its own.
+/// At most one write per key group is in flight; a caller that arrives when none is leads its own write, so a lone
+/// write waits for nothing (on a busy node a leader may first linger a moment and ``gather(upTo:)`` the writes that
+/// arrived meanwhile: ``GroupCommitLinger``). A batch holds at most ``maxBatch`` members; the rest wait for the one
+/// after. No member waits for more than the write in flight (with its linger) and its own.
 struct GroupCommitQueue<Member> {
     /// The most members written in one batch.
     let maxBatch: Int
@@ -44,6 +45,15 @@ struct GroupCommitQueue<Member> {
         let batch = Array(waiting.prefix(count))
         waiting.removeFirst(count)
         return batch
+    }
+
+    /// Up to `count` members waiting, taken into the batch of the write about to go (its leader lingered for them):
+    /// the oldest first, as ``finished()`` would have handed them on.
+    mutating func gather(upTo count: Int) -> [Member] {
+        let taken = min(max(0, count), waiting.count)
+        let members = Array(waiting.prefix(taken))
+        waiting.removeFirst(taken)
+        return members
     }
 
     /// Nothing in flight and nobody waiting.

@@ -21,7 +21,7 @@ final class OnlineIndexWriter: Sendable {
     private let commits: GroupCommit<(update: Update, keepMs: Int64)>
 
     init(statuses: StatusRepository) {
-        commits = GroupCommit(maxBatch: Self.maxBatch) { appId, items in
+        commits = GroupCommit(maxBatch: Self.maxBatch, linger: .churn) { appId, items in
             try await statuses.index(appId: appId, updates: items.map(\.update), keepMs: items.map(\.keepMs).max() ?? 0)
         }
     }
