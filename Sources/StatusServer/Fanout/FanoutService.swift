@@ -50,6 +50,8 @@ final class FanoutService: Service, Sendable {
     private let lease: SharedLease
     /// Set when interest went away since the last ``dropUnwatchedChannels()``.
     private let mayHaveUnwatchedChannels = Atomic<Bool>(false)
+    /// The unwatched channels kept for one more pass.
+    private let unwatchedHold = Mutex(UnwatchedChannelHold())
 
     /// The fan-out of a node: `feed` makes its bus subscribers, the repositories are what it reads when a session
     /// joins, a relationship changes or the feed had a gap.
@@ -175,27 +177,37 @@ final class FanoutService: Service, Sendable {
         }
     }
 
-    /// Removes a session from the index. The channels nobody here needs any more stay subscribed until the next
-    /// ``dropUnwatchedChannels()``: a device that reconnects meanwhile (a flaky network, a churning fleet) finds them
+    /// Removes a session from the index. The channels nobody here needs any more stay subscribed for one to two passes
+    /// of ``dropUnwatchedChannels()``: a device that reconnects meanwhile (a flaky network, a churning fleet) finds them
     /// still confirmed, so neither its departure nor its return costs a round trip to Redis.
     func unregister(_ session: DeviceSession) {
         index.remove(session)
         mayHaveUnwatchedChannels.store(true, ordering: .relaxed)
     }
 
-    /// Unsubscribes the channels no session here needs any more (called by the housekeeping every third of a lease).
-    /// Only interest that went away (a session gone, relationships reloaded) can leave a channel unwatched; without
-    /// either since the last pass, the pass over every channel is skipped.
+    /// Unsubscribes the channels no session here needs any more and needed none at the pass before either
+    /// (``UnwatchedChannelHold``; called by the housekeeping every third of a lease). Only interest that went away (a
+    /// session gone, relationships reloaded) can leave a channel unwatched; without either since the last pass, and
+    /// nothing held from it, the pass over every channel is skipped.
     func dropUnwatchedChannels() async {
-        guard mayHaveUnwatchedChannels.exchange(false, ordering: .relaxed) else { return }
+        let interestWentAway = mayHaveUnwatchedChannels.exchange(false, ordering: .relaxed)
+        let held = unwatchedHold.withLock { $0.held }
+        guard interestWentAway || !held.isEmpty else { return }
         let index = self.index
+        let unwatched = Mutex<Set<String>>([])
         await shards.prune { channel in
+            let watched: Bool
             switch BusChannels.parse(channel) {
-            case .user(let user): index.isWatched(user)
-            case .app(let appId): index.hasAppWideSessions(appId)
-            case nil: false
+            case .user(let user): watched = index.isWatched(user)
+            case .app(let appId): watched = index.hasAppWideSessions(appId)
+            case nil: return false
             }
+            if watched { return true }
+            unwatched.withLock { _ = $0.insert(channel) }
+            return !held.contains(channel)
         }
+        let found = unwatched.withLock { $0 }
+        unwatchedHold.withLock { _ = $0.pass(unwatched: found) }
     }
 
     /// Loads a user's relationships into the index; a load that started earlier than one already applied is dropped.
