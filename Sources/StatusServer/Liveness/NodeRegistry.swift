@@ -38,7 +38,12 @@ final class NodeRegistry: Sendable {
 
     /// Records that a device session lives on this node.
     func add(_ session: DeviceSession) async throws {
-        try await listChanges.commit(NodeStore.ListChange(added: true, member: Self.member(session)), group: NodeStore.devices(nodeId))
+        // The connect waits for it: a leading addition writes at once, without lingering for company.
+        try await listChanges.commit(
+            NodeStore.ListChange(added: true, member: Self.member(session)),
+            group: NodeStore.devices(nodeId),
+            mayLinger: false
+        )
     }
 
     /// Forgets a device session whose departure is filed.

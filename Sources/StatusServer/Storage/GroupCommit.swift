@@ -43,8 +43,9 @@ final class GroupCommit<Item: Sendable>: Sendable {
     /// Batches written so far.
     var batchesWritten: Int { batches.load(ordering: .relaxed) }
 
-    /// Writes `item` with whatever else of `group` is waiting; returns once it is written.
-    func commit(_ item: Item, group: String) async throws {
+    /// Writes `item` with whatever else of `group` is waiting; returns once it is written. A caller someone waits on
+    /// (a connect, whose welcome follows the write) passes `mayLinger: false`: leading a batch, it writes at once.
+    func commit(_ item: Item, group: String, mayLinger: Bool = true) async throws {
         let role: Role = await withCheckedContinuation { continuation in
             let member = Member(item: item, continuation: continuation)
             let maxBatch = self.maxBatch
@@ -53,15 +54,15 @@ final class GroupCommit<Item: Sendable>: Sendable {
         }
         switch role {
         case .done(let result): try result.get()
-        case .lead(let batch, let handedOn): try await lead(group: group, batch, handedOn: handedOn)
+        case .lead(let batch, let handedOn): try await lead(group: group, batch, lingering: mayLinger && !handedOn)
         }
     }
 
     /// Writes a batch whose first member is the caller, wakes the others with the outcome, and hands the next batch to
     /// its first member.
-    private func lead(group: String, _ batch: [Member], handedOn: Bool) async throws {
+    private func lead(group: String, _ batch: [Member], lingering: Bool) async throws {
         var batch = batch
-        if !handedOn, linger.lingers(sinceLastWrite: sinceLastWrite()) {
+        if lingering, linger.lingers(sinceLastWrite: sinceLastWrite()) {
             // Cancelled meanwhile, the leader still writes: its batch's members wait for it.
             try? await Task.sleep(for: linger.linger)
             let room = maxBatch - batch.count

@@ -13,9 +13,9 @@ struct GroupCommitLinger: Sendable, Equatable {
     static let none = GroupCommitLinger(linger: .zero, busyWindow: .zero)
 
     /// The writes of connects and departures (the online index, the node's device list): a leader waits 1 ms when the
-    /// last batch ended at most 2 ms ago, which only a node doing hundreds of them a second sees. Under churn that
-    /// turns about one script call per connect and per departure into one per batch; a connect's welcome waits 1 ms
-    /// longer for it.
+    /// last batch ended at most 2 ms ago, which only a node doing hundreds of them a second sees. Only a departure's
+    /// write lingers (``GroupCommit/commit(_:group:mayLinger:)``): nobody waits on it, where a connect's welcome
+    /// follows its writes. A connect arriving while a departure lingers joins that batch.
     static let churn = GroupCommitLinger(linger: .milliseconds(1), busyWindow: .milliseconds(2))
 
     /// Whether a leader lingers, given how long ago the last batch ended (nil: none ended yet).

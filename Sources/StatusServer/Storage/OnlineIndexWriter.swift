@@ -30,8 +30,9 @@ final class OnlineIndexWriter: Sendable {
     var batchesWritten: Int { commits.batchesWritten }
 
     /// Applies an update to the app's online index (in version order: an older version never undoes a newer one) and
-    /// logs the user in the app's recent changes, kept `keepMs`; returns once it is written.
+    /// logs the user in the app's recent changes, kept `keepMs`; returns once it is written. A user coming online is a
+    /// connect whose welcome waits for this write, so it never lingers (``GroupCommitLinger``); a departure may.
     func apply(appId: String, _ update: Update, keepMs: Int64) async throws {
-        try await commits.commit((update, keepMs), group: appId)
+        try await commits.commit((update, keepMs), group: appId, mayLinger: !update.online)
     }
 }
