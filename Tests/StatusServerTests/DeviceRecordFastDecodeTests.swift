@@ -71,6 +71,8 @@ import Testing
             if Bool.random(using: &generator) { record.state = DeviceState.allCases.randomElement(using: &generator) }
             let text = try JSONCoding.string(record)
             #expect(fast(text) == record, "\(text)")
+            // The connect writes the record without JSONEncoder, in the same bytes.
+            #expect(String(decoding: record.jsonBytes, as: UTF8.self) == text)
         }
     }
 }

@@ -115,4 +115,39 @@ import Testing
             #expect(written == (try JSONCoding.string(DeviceFrames.Success(id: id, result: status))), "\(id)")
         }
     }
+
+    @Test func snapshotAndStatusFramesAreWhatJSONEncoderWrites() throws {
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<300 {
+            let statuses = (0..<Int.random(in: 0...5, using: &generator)).map { index in
+                UserStatus(
+                    userId: Self.generatedString(&generator),
+                    statusType: [.online, .offline, .unlogined].randomElement(using: &generator)!,
+                    customStatus: index % 2 == 0 ? nil : Self.generatedString(&generator),
+                    lastActiveAt: index % 3 == 0 ? nil : Int64.random(in: 0...2_000_000_000_000, using: &generator),
+                    version: Int64.random(in: 0...1_000_000, using: &generator),
+                    onlineDevices: index % 4 == 0 ? nil : [OnlineDevice(deviceId: Self.generatedString(&generator), platform: .ios)]
+                )
+            }
+            let truncated: Bool? = [nil, true, false][round % 3]
+            let snapshot = DeviceFrames.Snapshot(statuses: statuses, truncated: truncated)
+            #expect(String(decoding: snapshot.jsonBytes, as: UTF8.self) == (try JSONCoding.string(snapshot)))
+            let changed = DeviceFrames.StatusChanged(statuses: statuses, truncated: truncated)
+            #expect(String(decoding: changed.jsonBytes, as: UTF8.self) == (try JSONCoding.string(changed)))
+        }
+    }
+
+    @Test func loginRulesAreWhatJSONEncoderWrites() throws {
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<300 {
+            var rules = StatusRepository.LoginRules(
+                maxDevices: Int.random(in: 1...100, using: &generator),
+                policy: LoginPolicy.allCases.randomElement(using: &generator)!,
+                platform: Platform.allCases.randomElement(using: &generator)!,
+                connectLimit: round % 2 == 0 ? nil : AppConfig.RateLimit(calls: Int.random(in: 1...100, using: &generator), windowSeconds: 5)
+            )
+            if round % 5 == 0 { rules.kickPlatforms = [Self.generatedString(&generator), Self.generatedString(&generator)] }
+            #expect(String(decoding: rules.jsonBytes, as: UTF8.self) == (try JSONCoding.string(rules)))
+        }
+    }
 }

@@ -109,3 +109,100 @@ extension DeviceFrames.Welcome: JSONWritable {
         output.byte(UInt8(ascii: "}"))
     }
 }
+
+extension DeviceFrames.Snapshot: JSONWritable {
+    /// Written on every connect that asks for a snapshot (SPEC §10.6), up to hundreds of statuses: `JSONEncoder` of
+    /// this frame was a tenth of a node's CPU while it took in a drained node's devices.
+    func writeJSON(to output: inout JSONOutput) {
+        output.raw(#"{"event":"#)
+        output.string(event)
+        output.raw(#","snapshot":"#)
+        output.raw(snapshot ? "true" : "false")
+        output.raw(#","statuses":"#)
+        output.statuses(statuses)
+        if let truncated {
+            output.raw(#","truncated":"#)
+            output.raw(truncated ? "true" : "false")
+        }
+        output.byte(UInt8(ascii: "}"))
+    }
+}
+
+extension DeviceFrames.StatusChanged: JSONWritable {
+    /// The resume frame of a reconnect (the changes it missed) and any frame of whole statuses.
+    func writeJSON(to output: inout JSONOutput) {
+        output.raw(#"{"event":"#)
+        output.string(event)
+        output.raw(#","statuses":"#)
+        output.statuses(statuses)
+        if let truncated {
+            output.raw(#","truncated":"#)
+            output.raw(truncated ? "true" : "false")
+        }
+        output.byte(UInt8(ascii: "}"))
+    }
+}
+
+extension JSONOutput {
+    /// A JSON array of status objects.
+    fileprivate mutating func statuses(_ statuses: [UserStatus]) {
+        byte(UInt8(ascii: "["))
+        for (position, status) in statuses.enumerated() {
+            if position > 0 { byte(UInt8(ascii: ",")) }
+            status.writeJSON(to: &self)
+        }
+        byte(UInt8(ascii: "]"))
+    }
+}
+
+extension DeviceRecord: JSONWritable {
+    /// Written on every connect (the record `device_connect.lua` stores), as `JSONEncoder` writes it.
+    func writeJSON(to output: inout JSONOutput) {
+        output.raw(#"{"c":"#)
+        output.string(connection)
+        if let connectedAt {
+            output.raw(#","ct":"#)
+            output.integer(connectedAt)
+        }
+        if let heartbeat {
+            output.raw(#","hb":"#)
+            output.integer(heartbeat)
+        }
+        output.raw(#","k":"#)
+        output.string(kind.rawValue)
+        output.raw(#","n":"#)
+        output.string(node)
+        output.raw(#","p":"#)
+        output.string(platform)
+        if let state {
+            output.raw(#","s":"#)
+            output.string(state.rawValue)
+        }
+        output.byte(UInt8(ascii: "}"))
+    }
+}
+
+extension StatusRepository.LoginRules: JSONWritable {
+    /// Written on every connect (the rules `device_connect.lua` applies), as `JSONEncoder` writes them.
+    func writeJSON(to output: inout JSONOutput) {
+        output.byte(UInt8(ascii: "{"))
+        if let connectCalls {
+            output.raw(#""connectCalls":"#)
+            output.integer(Int64(connectCalls))
+            output.byte(UInt8(ascii: ","))
+        }
+        if let connectWindowMs {
+            output.raw(#""connectWindowMs":"#)
+            output.integer(connectWindowMs)
+            output.byte(UInt8(ascii: ","))
+        }
+        output.raw(#""kickPlatforms":["#)
+        for (position, platform) in kickPlatforms.enumerated() {
+            if position > 0 { output.byte(UInt8(ascii: ",")) }
+            output.string(platform)
+        }
+        output.raw(#"],"maxDevices":"#)
+        output.integer(Int64(maxDevices))
+        output.byte(UInt8(ascii: "}"))
+    }
+}

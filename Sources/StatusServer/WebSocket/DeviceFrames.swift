@@ -14,7 +14,7 @@ enum DeviceFrames {
     }
 
     /// `{"event": "onUserStatusChanged", "statuses": [...]}`.
-    struct StatusChanged: Encodable {
+    struct StatusChanged: Encodable, Sendable {
         var event = "onUserStatusChanged"
         var statuses: [UserStatus]
         /// Set on a resume that fell back to a snapshot whose scope part was cut at its bound.
@@ -22,7 +22,7 @@ enum DeviceFrames {
     }
 
     /// `{"event": "onUserStatusChanged", "snapshot": true, "statuses": [...], "truncated": true?}` (SPEC §10.6).
-    struct Snapshot: Encodable {
+    struct Snapshot: Encodable, Sendable {
         var event = "onUserStatusChanged"
         var snapshot = true
         var statuses: [UserStatus]

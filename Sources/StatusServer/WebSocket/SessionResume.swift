@@ -56,7 +56,7 @@ struct SessionResume: Sendable {
                         }
                         let statuses = (own + everyone.statuses).sorted { $0.userId < $1.userId }
                         let frame = DeviceFrames.StatusChanged(statuses: statuses, truncated: everyone.truncated ? true : nil)
-                        return (WebSocketWire.text(try JSONCoding.string(frame)), statuses)
+                        return (WebSocketWire.text(frame.jsonBytes), statuses)
                     }
                 }
             case .subscriptions, .friends:
@@ -115,7 +115,7 @@ struct SessionResume: Sendable {
             }
             guard !missed.isEmpty else { return nil }
             missed.sort { $0.userId < $1.userId }
-            return (WebSocketWire.text(try JSONCoding.string(DeviceFrames.StatusChanged(statuses: missed))), missed)
+            return (WebSocketWire.text(DeviceFrames.StatusChanged(statuses: missed).jsonBytes), missed)
         } catch {
             logger.debug("resume skipped", metadata: ["error": "\(error)"])
             return nil

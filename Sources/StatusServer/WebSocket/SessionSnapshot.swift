@@ -136,6 +136,6 @@ struct SessionSnapshot: Sendable {
 
     /// The snapshot frame (SPEC §10.6): sent even when empty.
     static func frame(_ result: Result) throws -> ByteBuffer {
-        WebSocketWire.text(try JSONCoding.string(DeviceFrames.Snapshot(statuses: result.statuses, truncated: result.truncated ? true : nil)))
+        WebSocketWire.text(DeviceFrames.Snapshot(statuses: result.statuses, truncated: result.truncated ? true : nil).jsonBytes)
     }
 }

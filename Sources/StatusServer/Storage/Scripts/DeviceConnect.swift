@@ -27,7 +27,7 @@ enum DeviceConnect: StatusScript {
 
         var strings: [String] {
             get throws {
-                [deviceId, try JSONCoding.string(record), try JSONCoding.string(rules), appId, userId]
+                [deviceId, String(decoding: record.jsonBytes, as: UTF8.self), String(decoding: rules.jsonBytes, as: UTF8.self), appId, userId]
                     + BusChannels.statusArguments(appId, userId) + [generation ?? "", readingResumePoint ? "1" : "0"]
             }
         }
