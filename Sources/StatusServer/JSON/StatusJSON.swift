@@ -114,44 +114,37 @@ extension DeviceFrames.Snapshot: JSONWritable {
     /// Written on every connect that asks for a snapshot (SPEC §10.6), up to hundreds of statuses: `JSONEncoder` of
     /// this frame was a tenth of a node's CPU while it took in a drained node's devices.
     func writeJSON(to output: inout JSONOutput) {
-        output.raw(#"{"event":"#)
-        output.string(event)
-        output.raw(#","snapshot":"#)
-        output.raw(snapshot ? "true" : "false")
-        output.raw(#","statuses":"#)
-        output.statuses(statuses)
-        if let truncated {
-            output.raw(#","truncated":"#)
-            output.raw(truncated ? "true" : "false")
-        }
-        output.byte(UInt8(ascii: "}"))
+        output.statusesFrame(event: event, snapshot: snapshot, statuses: statuses, truncated: truncated)
     }
 }
 
 extension DeviceFrames.StatusChanged: JSONWritable {
     /// The resume frame of a reconnect (the changes it missed) and any frame of whole statuses.
     func writeJSON(to output: inout JSONOutput) {
-        output.raw(#"{"event":"#)
-        output.string(event)
-        output.raw(#","statuses":"#)
-        output.statuses(statuses)
-        if let truncated {
-            output.raw(#","truncated":"#)
-            output.raw(truncated ? "true" : "false")
-        }
-        output.byte(UInt8(ascii: "}"))
+        output.statusesFrame(event: event, snapshot: nil, statuses: statuses, truncated: truncated)
     }
 }
 
 extension JSONOutput {
-    /// A JSON array of status objects.
-    fileprivate mutating func statuses(_ statuses: [UserStatus]) {
-        byte(UInt8(ascii: "["))
+    /// `{"event", "snapshot"?, "statuses": [...], "truncated"?}`, the members in `JSONEncoder`'s sorted order.
+    fileprivate mutating func statusesFrame(event: String, snapshot: Bool?, statuses: [UserStatus], truncated: Bool?) {
+        raw(#"{"event":"#)
+        string(event)
+        if let snapshot {
+            raw(#","snapshot":"#)
+            raw(snapshot ? "true" : "false")
+        }
+        raw(#","statuses":["#)
         for (position, status) in statuses.enumerated() {
             if position > 0 { byte(UInt8(ascii: ",")) }
             status.writeJSON(to: &self)
         }
         byte(UInt8(ascii: "]"))
+        if let truncated {
+            raw(#","truncated":"#)
+            raw(truncated ? "true" : "false")
+        }
+        byte(UInt8(ascii: "}"))
     }
 }
 
