@@ -68,10 +68,6 @@ enum DeviceFrames {
         }
     }
 
-    static func statusChanged(_ status: UserStatus) throws -> String {
-        try JSONCoding.string(StatusChanged(statuses: [status]))
-    }
-
     /// The answer `{"id", "ok": true, "result"}` of a request whose result has a hand-written JSON (a status: every
     /// setSelfStatus over a socket; a status query), written without `JSONEncoder` when the id is a number, a string or null (what
     /// clients send); the same bytes `JSONEncoder` gives (`JSONOutputTests`).
