@@ -11,19 +11,26 @@ import StatusCore
 /// The server's connections: HTTP/1.1 for the APIs, upgraded to a device WebSocket on ``DeviceGateway/path``.
 ///
 /// HTTP requests go to Hummingbird's router as usual. An upgrade is admitted by ``DeviceGateway`` and then the socket
-/// is handed to a ``DeviceChannelHandler`` on its own event loop: Hummingbird's per-connection task returns at once,
-/// so a connected device holds no task, no async channel and no stream (ARCHITECTURE "Sessions are cheap"). A refused
-/// upgrade is answered with the SPEC error (status and JSON body) and the connection closed.
+/// is handed to a ``DeviceChannelHandler`` on its own event loop: Hummingbird's per-connection task returns as soon as
+/// the upgrade request is handed to the gateway, so neither a device waiting for its admission nor a connected one
+/// holds a task, an async channel or a stream (ARCHITECTURE "Sessions are cheap"). A refused upgrade is answered on
+/// the event loop with the SPEC error (status and JSON body) and the connection closed.
+///
+/// Not holding a task while an upgrade waits matters under a reconnect storm: Hummingbird runs each connection's task
+/// in one task group, and the Swift runtime finds a finished child in its group's list by walking it, so with
+/// thousands of upgrades waiting every connection that ended paid a walk over all of them.
 struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
     /// What a connection became.
     enum Outcome: Sendable {
-        /// A device session; its handler owns the channel.
+        /// A device: its upgrade is with the gateway (admitted, being admitted, or refused and answered), which owns
+        /// the channel from here.
         case device
         case http(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>)
-        case refused(NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, StatusError)
     }
 
     struct Value: ServerChildChannelValue {
+        /// Completes as soon as the connection is known to be a device (its upgrade request handed to the gateway) or
+        /// plain HTTP.
         let outcome: EventLoopFuture<Outcome>
         let channel: any Channel
     }
@@ -41,11 +48,24 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let admission = NIOLoopBoundBox<DeviceGateway.Admission?>(nil, eventLoop: channel.eventLoop)
-            let upgrader = DeviceUpgrader(gateway: gateway, admission: admission)
+            // What `handle` waits for: the upgrade handed to the gateway, or whatever the pipeline's outcome is first.
+            let known = channel.eventLoop.makePromise(of: Outcome.self)
+            let settled = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
+            let settle = { (result: Result<Outcome, any Error>) in
+                guard !settled.value else { return }
+                settled.value = true
+                known.completeWith(result)
+            }
+            let upgrader = DeviceUpgrader(gateway: gateway, admission: admission, handedOver: { settle(.success(.device)) })
             let upgrades = NIOTypedHTTPServerUpgradeConfiguration(
                 upgraders: [upgrader],
                 notUpgradingCompletionHandler: { channel in
                     channel.eventLoop.makeCompletedFuture {
+                        if case .refused(let error) = admission.value {
+                            admission.value = nil
+                            Self.answer(channel, refusing: error)
+                            return .device
+                        }
                         try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
                         try channel.pipeline.syncOperations.addHandlers(self.http.additionalChannelHandlers())
                         try channel.pipeline.syncOperations.addHandler(
@@ -55,10 +75,6 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
                             wrappingChannelSynchronously: channel,
                             configuration: .init(isOutboundHalfClosureEnabled: true)
                         )
-                        if case .refused(let error) = admission.value {
-                            admission.value = nil
-                            return .refused(asyncChannel, error)
-                        }
                         return .http(asyncChannel)
                     }
                 }
@@ -87,7 +103,12 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
                 let silent = channel.eventLoop.scheduleTask(in: idleTimeout) { channel.close(promise: nil) }
                 outcome.whenComplete { _ in silent.cancel() }
             }
-            return Value(outcome: outcome, channel: channel)
+            outcome.whenComplete { result in
+                // An upgrade that failed after its hand-over (the connection closed under it): nobody waits for it.
+                if case .failure = result { channel.close(promise: nil) }
+                settle(result)
+            }
+            return Value(outcome: known.futureResult, channel: channel)
         }
     }
 
@@ -102,8 +123,6 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
                 await withTaskExecutorPreference(EventLoopTaskExecutor(value.channel.eventLoop)) {
                     await handleHTTP(asyncChannel: http, logger: logger)
                 }
-            case .refused(let http, let error):
-                await refuse(http, with: error)
             }
         } catch {
             logger.debug("connection setup failed", metadata: ["error": "\(error)"])
@@ -111,17 +130,22 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
         }
     }
 
-    /// Answers a refused upgrade with the SPEC error and closes the connection.
-    private func refuse(_ channel: NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>, with error: StatusError) async {
+    /// Answers a refused upgrade with the SPEC error and closes the connection, on its event loop. NIO's response
+    /// encoder is still in the pipeline (the request was not upgraded).
+    static func answer(_ channel: any Channel, refusing error: StatusError) {
         let body = ByteBuffer(string: (try? JSONCoding.string(ErrorBody(error: error))) ?? "")
-        var fields: HTTPFields = [.connection: "close", .contentType: "application/json; charset=utf-8"]
-        fields[.contentLength] = String(body.readableBytes)
-        if let retryAfterMs = error.retryAfterMs { fields[.retryAfter] = String((retryAfterMs + 999) / 1000) }
+        var headers = HTTPHeaders([
+            ("Connection", "close"), ("Content-Type", "application/json; charset=utf-8"), ("Content-Length", String(body.readableBytes)),
+        ])
+        if let retryAfterMs = error.retryAfterMs { headers.add(name: "Retry-After", value: String((retryAfterMs + 999) / 1000)) }
         // Only the device WebSocket's path is ever upgraded, and only with GET.
-        if error.code == .methodNotAllowed { fields[.allow] = "GET" }
-        let head = HTTPResponse(status: .init(code: error.code.httpStatus), headerFields: fields)
-        try? await channel.executeThenClose { _, outbound in
-            try await outbound.write(contentsOf: [.head(head), .body(body), .end(nil)])
-        }
+        if error.code == .methodNotAllowed { headers.add(name: "Allow", value: "GET") }
+        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: error.code.httpStatus), headers: headers)
+        let pipeline = channel.pipeline.syncOperations
+        pipeline.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
+        pipeline.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(body))), promise: nil)
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        pipeline.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: written)
+        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
     }
 }

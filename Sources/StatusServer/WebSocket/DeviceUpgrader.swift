@@ -16,6 +16,8 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
     let gateway: DeviceGateway
     /// What the admission decided, for `upgrade` (accepted) or the not-upgrading path (refused).
     let admission: NIOLoopBoundBox<DeviceGateway.Admission?>
+    /// Called on the event loop when the request goes to the gateway: the connection's task need not wait for it.
+    let handedOver: () -> Void
 
     let supportedProtocol = "websocket"
     let requiredUpgradeHeaders: [String] = []
@@ -46,7 +48,9 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
             return channel.eventLoop.makeFailedFuture(NIOWebSocketUpgradeError.unsupportedWebSocketTarget)
         }
         let admission = self.admission
-        return gateway.admit(upgradeRequest, channel: channel).flatMapThrowing { result in
+        let admitted = gateway.admit(upgradeRequest, channel: channel)
+        handedOver()
+        return admitted.flatMapThrowing { result in
             admission.value = result
             guard case .accepted = result else { throw NIOWebSocketUpgradeError.unsupportedWebSocketTarget }
             var headers = initialResponseHeaders
