@@ -75,6 +75,9 @@ struct LoadReport: Codable, Sendable {
         var missingOnline: Int
         /// Users still listed online a few seconds after every device closed (should be 0).
         var onlineAfterClose: Int?
+        /// How long after the first count the server's and the loader's counts agreed; nil when they still differed
+        /// after `LoadRun.censusSettleSeconds` (the counts above are then the last ones read).
+        var agreedAfterMs: Int?
     }
 
     /// What `--failover` saw: how connections were lost, the reconnects, and what watchers were shown meanwhile.
@@ -231,6 +234,7 @@ struct LoadReport: Codable, Sendable {
                 Console.line(
                     "online census after the churn: \(census.onlineListed) users listed online, \(census.usersConnected) with a device connected: "
                         + "\(census.ghostOnline) ghost(s), \(census.missingOnline) missing"
+                        + (census.agreedAfterMs.map { " (the counts agreed \($0) ms after the first read)" } ?? "")
                         + (census.onlineAfterClose.map { "; \($0) still listed online after every device closed" } ?? "")
                 )
             }

@@ -8,6 +8,9 @@ import StatusdClient
 struct LoadRun: Sendable {
     let plan: LoadPlan
 
+    /// How long the census after a churn waits for the server's count of online users to agree with the loader's.
+    static let censusSettleSeconds = 10
+
     func run() async throws -> LoadReport {
         let client = try SetupClient(baseURL: plan.urls[0], adminKey: plan.adminKey, maxConnections: max(plan.setupConcurrency, 8))
         do {
@@ -188,14 +191,22 @@ struct LoadRun: Sendable {
                     if plan.slice.count == 1 {
                         // Reconnects still in flight settle first; then the server's view is compared with the loader's.
                         try? await Task.sleep(for: .seconds(max(plan.drain, 1)))
-                        let connectedUsers = registry.connectedUserCount
-                        if let listed = try? await client.countOnlineUsers(app: client.app(app.appId, apiKey: app.apiKey)) {
+                        // A node that fell behind under the churn is still filing departures: the two counts are
+                        // compared again until they agree, for at most `censusSettleSeconds`. What still differs then
+                        // is state left wrong, not work queued.
+                        let censusStart = ContinuousClock.now
+                        while let listed = try? await client.countOnlineUsers(app: client.app(app.appId, apiKey: app.apiKey)) {
+                            let connectedUsers = registry.connectedUserCount
+                            let waited = ContinuousClock.now - censusStart
                             churn?.census = LoadReport.Census(
                                 usersConnected: connectedUsers,
                                 onlineListed: listed,
                                 ghostOnline: max(listed - connectedUsers, 0),
-                                missingOnline: max(connectedUsers - listed, 0)
+                                missingOnline: max(connectedUsers - listed, 0),
+                                agreedAfterMs: listed == connectedUsers ? Int(waited / .milliseconds(1)) : nil
                             )
+                            if listed == connectedUsers || waited >= .seconds(Self.censusSettleSeconds) { break }
+                            try? await Task.sleep(for: .milliseconds(500))
                         }
                     }
                 }
