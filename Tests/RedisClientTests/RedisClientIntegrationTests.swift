@@ -208,19 +208,28 @@ struct RedisClientIntegrationTests {
                 }
             ) { client in
                 let key = uniqueKey("pending")
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    group.addTask {
-                        let popped = try await client.send("BLPOP", key, "1")
-                        #expect(popped.isNull)
+                try await withTestClient(url: server.url) { observer in
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            let popped = try await client.send("BLPOP", key, "30")
+                            #expect(!popped.isNull)
+                        }
+                        // The BLPOP is in flight once the server holds it blocked (a busy machine may take a while to
+                        // send it): only then is the connection's one place taken.
+                        let blocked = await eventually {
+                            let info = try? await observer.send("INFO", "clients")
+                            return info?.string?.contains("blocked_clients:1") == true
+                        }
+                        #expect(blocked, "the BLPOP never blocked")
+                        let error = try await #require(throws: RedisClientError.self) { try await client.send("PING") }
+                        #expect(error.kind == .tooManyPending)
+                        let pipelineError = try await #require(throws: RedisClientError.self) {
+                            try await client.pipeline([["PING"], ["PING"]])
+                        }
+                        #expect(pipelineError.kind == .tooManyPending)
+                        _ = try await observer.send("LPUSH", key, "done")
+                        try await group.waitForAll()
                     }
-                    try await Task.sleep(for: .milliseconds(200))
-                    let error = try await #require(throws: RedisClientError.self) { try await client.send("PING") }
-                    #expect(error.kind == .tooManyPending)
-                    let pipelineError = try await #require(throws: RedisClientError.self) {
-                        try await client.pipeline([["PING"], ["PING"]])
-                    }
-                    #expect(pipelineError.kind == .tooManyPending)
-                    try await group.waitForAll()
                 }
                 #expect(try await client.send("PING") == .simpleString("PONG"))
             }
