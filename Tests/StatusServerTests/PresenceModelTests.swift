@@ -39,8 +39,18 @@ import Testing
             // The devices send nothing between their requests: however long the run, none is timed out.
             "heartbeatTimeoutSeconds": 86_400,
         ]
+        // A redis-server of its own: on the shared one, other tests' nodes sweep every app's due-time indexes on
+        // their own clocks, which run with the real time. This node's clock stands still between the steps that let
+        // time pass, so an expiry it set 1 s ahead can be past on theirs (and on Redis's, which decides) while the model
+        // still holds it, and one of them clears it.
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
         let clock = ManualNodeClock()
-        try await withStatusd(.live, configure: clock.install) { api in
+        let configure: (inout ServerConfiguration) -> Void = { configuration in
+            clock.install(in: &configuration)
+            server.install(in: &configuration)
+        }
+        try await withStatusd(.live, configure: configure) { api in
             let app = try await api.createApp(config: config)
             try await ModelRun.createUsers(ModelRun.users + [ModelRun.observer], in: app)
             var run = ModelRun(app: app, port: api.client.port!, clock: clock, seed: seed, options: options)
