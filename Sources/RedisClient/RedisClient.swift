@@ -107,41 +107,57 @@ public final class RedisClient: Sendable, Service {
         return try await self.clusterPipeline(commands)
     }
 
-    /// EVALSHA with the script's SHA1; on a NOSCRIPT error, SCRIPT LOAD once and retry once.
+    /// EVALSHA with the script's SHA1; on a NOSCRIPT error, the script is loaded on every master for the calls after
+    /// this one, and this one is sent once more as `EVAL` with the source, which runs wherever it lands: a master added
+    /// to a cluster after the node last read its topology (a reshard under way) has no script yet, and is not among
+    /// the masters it was loaded on.
     public func evalScript(_ script: RedisScript, keys: [String], arguments: [String]) async throws -> RedisValue {
         let command = ["EVALSHA", script.sha1, String(keys.count)] + keys + arguments
         do {
             return try await self.send(command)
         } catch let error as RedisClientError where error.kind == .server && error.message.hasPrefix("NOSCRIPT") {
             self.logger.info("Redis script not loaded, loading it", metadata: ["script": "\(script.name)"])
-            try await self.loadScripts([script])
-            return try await self.send(command)
+            try? await self.loadScripts([script])
+            return try await self.send(Self.withSource([command], of: [script])[0])
+        }
+    }
+
+    /// `commands` with each `EVALSHA` of one of `scripts` turned into an `EVAL` of its source.
+    static func withSource(_ commands: [[String]], of scripts: [RedisScript]) -> [[String]] {
+        let sources = Dictionary(scripts.map { ($0.sha1, $0.source) }, uniquingKeysWith: { first, _ in first })
+        return commands.map { command in
+            guard command.count >= 2, command[0] == "EVALSHA", let source = sources[command[1]] else { return command }
+            var eval = command
+            eval[0] = "EVAL"
+            eval[1] = source
+            return eval
         }
     }
 
     /// EVALSHA followed by more commands, all written in one flush on one connection (one round trip): the script's
     /// reply comes first, then one reply per command; error replies come back as `.error` values. On NOSCRIPT the
-    /// script is loaded and the whole pipeline sent once more (the commands after it must be safe to repeat: reads).
+    /// script is loaded and the whole pipeline sent once more, the script as `EVAL` (as ``evalScript(_:keys:arguments:)``
+    /// does; the commands after it must be safe to repeat: reads).
     public func pipeline(script: RedisScript, keys: [String], arguments: [String], then commands: [[String]]) async throws -> [RedisValue] {
         let all = [["EVALSHA", script.sha1, String(keys.count)] + keys + arguments] + commands
         let replies = try await self.pipeline(all)
         guard case .error(let message) = replies.first, message.hasPrefix("NOSCRIPT") else { return replies }
         self.logger.info("Redis script not loaded, loading it", metadata: ["script": "\(script.name)"])
-        try await self.loadScripts([script])
-        return try await self.pipeline(all)
+        try? await self.loadScripts([script])
+        return try await self.pipeline(Self.withSource(all, of: [script]))
     }
 
     /// A pipeline holding `EVALSHA`s of `scripts`: when Redis lost a script (`NOSCRIPT` in any reply, as after a
-    /// restart), the scripts are loaded and the whole pipeline sent once more, so every command in it must be safe to
-    /// repeat.
+    /// restart), the scripts are loaded and the whole pipeline sent once more with the scripts as `EVAL` (as
+    /// ``evalScript(_:keys:arguments:)`` does), so every command in it must be safe to repeat.
     public func pipelineLoadingScripts(_ commands: [[String]], scripts: [RedisScript]) async throws -> [RedisValue] {
         let replies = try await self.pipeline(commands)
         guard replies.contains(where: { if case .error(let message) = $0 { message.hasPrefix("NOSCRIPT") } else { false } }) else {
             return replies
         }
         self.logger.info("Redis scripts not loaded, loading them", metadata: ["scripts": "\(scripts.map(\.name))"])
-        try await self.loadScripts(scripts)
-        return try await self.pipeline(commands)
+        try? await self.loadScripts(scripts)
+        return try await self.pipeline(Self.withSource(commands, of: scripts))
     }
 
     /// SCRIPT LOAD each script, on every master of a cluster; the first refusal is thrown as `.server`.

@@ -104,6 +104,9 @@ struct RedisClientIntegrationTests {
                 #expect(try await client.send("SCRIPT", "EXISTS", script.sha1) == .array([.integer(0)]))
                 let second = try await client.evalScript(script, keys: [key], arguments: ["b"])
                 #expect(second.array?.last == .integer(2))
+                // The call itself went again as EVAL (it runs on whatever master it lands on, loaded there or not), and
+                // the script is loaded again for the calls after it.
+                #expect(try await client.send("SCRIPT", "EXISTS", script.sha1) == .array([.integer(1)]))
                 // A script error is still thrown as a server error.
                 let failing = RedisScript(name: "failing", source: "return redis.error_reply('NOPE broken')")
                 let error = try await #require(throws: RedisClientError.self) {

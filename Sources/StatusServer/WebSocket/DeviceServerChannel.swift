@@ -51,7 +51,7 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
             // What `handle` waits for: the upgrade handed to the gateway, or whatever the pipeline's outcome is first.
             let known = channel.eventLoop.makePromise(of: Outcome.self)
             let settled = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
-            let settle = { (result: Result<Outcome, any Error>) in
+            let settle: @Sendable (Result<Outcome, any Error>) -> Void = { result in
                 guard !settled.value else { return }
                 settled.value = true
                 known.completeWith(result)

@@ -17,7 +17,7 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
     /// What the admission decided, for `upgrade` (accepted) or the not-upgrading path (refused).
     let admission: NIOLoopBoundBox<DeviceGateway.Admission?>
     /// Called on the event loop when the request goes to the gateway: the connection's task need not wait for it.
-    let handedOver: () -> Void
+    let handedOver: @Sendable () -> Void
 
     let supportedProtocol = "websocket"
     let requiredUpgradeHeaders: [String] = []
