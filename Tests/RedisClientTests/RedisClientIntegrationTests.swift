@@ -240,18 +240,27 @@ struct RedisClientIntegrationTests {
     }
 
     @Test func closeFailsCallsInFlight() async throws {
-        try await withRedisURL { url in
-            let client = RedisClient(configuration: try RedisConfiguration(url: url), logger: testLogger)
+        // A server of its own, so that its one blocked client is this test's BLPOP.
+        try await withPrivateRedisServer { server in
+            let client = RedisClient(configuration: try RedisConfiguration(url: server.url), logger: testLogger)
             let key = uniqueKey("close")
             #expect(try await client.send("PING") == .simpleString("PONG"))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    let error = try await #require(throws: RedisClientError.self) { try await client.send("BLPOP", key, "3") }
-                    #expect(error.kind == .connectionClosed)
+            try await withTestClient(url: server.url) { observer in
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        let error = try await #require(throws: RedisClientError.self) { try await client.send("BLPOP", key, "3") }
+                        #expect(error.kind == .connectionClosed)
+                    }
+                    // Closed as soon as Redis holds the BLPOP (not after a fixed pause: on a busy machine the call's own
+                    // 1.5 s deadline could come first).
+                    let blocked = await eventually {
+                        let info = try? await observer.send("INFO", "clients")
+                        return info?.string?.contains("blocked_clients:1") == true
+                    }
+                    #expect(blocked, "the BLPOP never blocked")
+                    await client.close()
+                    try await group.waitForAll()
                 }
-                try await Task.sleep(for: .milliseconds(200))
-                await client.close()
-                try await group.waitForAll()
             }
             let after = try await #require(throws: RedisClientError.self) { try await client.send("PING") }
             #expect(after.kind == .connectionClosed)
