@@ -219,11 +219,7 @@ struct RedisClientIntegrationTests {
                         }
                         // The BLPOP is in flight once the server holds it blocked (a busy machine may take a while to
                         // send it): only then is the connection's one place taken.
-                        let blocked = await eventually {
-                            let info = try? await observer.send("INFO", "clients")
-                            return info?.string?.contains("blocked_clients:1") == true
-                        }
-                        #expect(blocked, "the BLPOP never blocked")
+                        #expect(await Self.oneClientBlocks(observer), "the BLPOP never blocked")
                         let error = try await #require(throws: RedisClientError.self) { try await client.send("PING") }
                         #expect(error.kind == .tooManyPending)
                         let pipelineError = try await #require(throws: RedisClientError.self) {
@@ -236,6 +232,15 @@ struct RedisClientIntegrationTests {
                 }
                 #expect(try await client.send("PING") == .simpleString("PONG"))
             }
+        }
+    }
+
+    /// Whether the server `observer` talks to comes to hold exactly one client blocked (a `BLPOP` in flight), within
+    /// ``eventually(within:_:)``'s time.
+    private static func oneClientBlocks(_ observer: RedisClient) async -> Bool {
+        await eventually {
+            let info = try? await observer.send("INFO", "clients")
+            return info?.string?.contains("blocked_clients:1") == true
         }
     }
 
@@ -253,11 +258,7 @@ struct RedisClientIntegrationTests {
                     }
                     // Closed as soon as Redis holds the BLPOP (not after a fixed pause: on a busy machine the call's own
                     // 1.5 s deadline could come first).
-                    let blocked = await eventually {
-                        let info = try? await observer.send("INFO", "clients")
-                        return info?.string?.contains("blocked_clients:1") == true
-                    }
-                    #expect(blocked, "the BLPOP never blocked")
+                    #expect(await Self.oneClientBlocks(observer), "the BLPOP never blocked")
                     await client.close()
                     try await group.waitForAll()
                 }
