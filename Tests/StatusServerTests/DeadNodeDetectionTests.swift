@@ -32,8 +32,10 @@ import Testing
                 guard ContinuousClock.now < deadline else { throw TestAppError(message: "the short lease never ran out") }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            // The survivor's clock 3 s on: both others are past the shortest lease, only the short one lost its key.
-            survivorClock.advance(by: .seconds(3))
+            // The survivor's clock 3 s past the real time: both others renewed before its shortest-lease cutoff, only
+            // the short one lost its key. (Counted from now, not from when the clock was made: on a busy machine the
+            // renewals above can take longer than a second, and the short node's renewal would be after the cutoff.)
+            survivorClock.advance(by: .seconds(max(0, Date().timeIntervalSince(survivorClock.wallNow))) + .seconds(3))
             let dead = try await survivor.deadNodes()
             #expect(dead.contains(short.nodeId))
             #expect(!dead.contains(long.nodeId))

@@ -16,7 +16,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     let wiring = try NodeWiring(configuration: configuration, redis: redis, metrics: metrics, logger: logger)
     let index = FanoutIndex()
     let activity = AppActivity(metrics: metrics)
-    let router = try buildRouter(wiring: wiring, index: index, activity: activity)
+    let responder = try buildResponder(wiring: wiring, index: index, activity: activity, logger: logger)
     let work = DeviceWorkQueue()
     let fanout = wiring.fanout(index: index, work: work)
     var limits = DeviceConnectionStateMachine.Limits()
@@ -25,13 +25,19 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     let connects = DeviceWorkQueue(concurrency: max(1, configuration.connectConcurrency))
     let gateway = wiring.gateway(index: index, fanout: fanout, work: work, connects: connects, limits: limits, activity: activity)
     configuration.drain.attach { duration in await fanout.drainSessions(over: duration) }
+    let hot = responder.hot
     let http = HTTP1Channel.Configuration(idleTimeout: .seconds(configuration.httpIdleTimeoutSeconds))
     var app = Application(
-        router: router,
+        responder: responder,
         server: HTTPServerBuilder { responder in
-            DeviceServerChannel(responder: responder, gateway: gateway, http: http, requestTimeout: .init(configuration.requestTimeout))
+            DeviceServerChannel(
+                responder: hot.answeringFirst(responder),
+                gateway: gateway,
+                http: http,
+                requestTimeout: .init(configuration.requestTimeout)
+            )
         },
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "statusd"),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
         logger: logger
     )
     app.addServices(
@@ -58,14 +64,28 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     return app
 }
 
+/// The `Server` header of every response.
+let serverName = "statusd"
+
+/// What answers a node's HTTP requests: the router, with setSelfStatus and getUserStatus answered before it
+/// (``HotRoutes``), both with the same metrics and error answers.
+func buildResponder(wiring: NodeWiring, index: FanoutIndex, activity: AppActivity, logger: Logger) throws -> StatusResponder {
+    let middleware = RouteMiddleware(metrics: wiring.metrics, activity: activity)
+    let router = try buildRouter(wiring: wiring, index: index, activity: activity, middleware: middleware)
+    let hot = HotRoutes(routes: wiring.statusRoutes(), middleware: middleware, logger: logger, serverName: serverName)
+    return StatusResponder(router: router.buildResponder(), hot: hot)
+}
+
 /// Every HTTP route of a node (SPEC §7, §9) with its middleware. The OpenAPI document at `/openapi.json` describes
 /// exactly these routes; a test reads ``Router/routes`` of this router to keep the two in step.
-func buildRouter(wiring: NodeWiring, index: FanoutIndex, activity: AppActivity) throws -> Router<StatusRequestContext> {
+func buildRouter(
+    wiring: NodeWiring,
+    index: FanoutIndex,
+    activity: AppActivity,
+    middleware: RouteMiddleware? = nil
+) throws -> Router<StatusRequestContext> {
     let router = Router(context: StatusRequestContext.self)
-    router.add(middleware: RequestMetricsMiddleware(factory: wiring.metrics.factory))
-    router.add(middleware: ErrorMiddleware(activity: activity, metrics: wiring.metrics))
-    router.add(middleware: EmptyPathSegmentMiddleware())
-    router.add(middleware: WholeRequestMiddleware())
+    (middleware ?? RouteMiddleware(metrics: wiring.metrics, activity: activity)).add(to: router)
     wiring.healthRoutes().register(on: router)
     wiring.adminRoutes().register(on: router)
     wiring.adminOverviewRoutes(index: index, activity: activity).register(on: router)

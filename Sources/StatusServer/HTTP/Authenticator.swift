@@ -39,8 +39,13 @@ struct Authenticator: Sendable {
 
     /// The app and the userId of the path (percent-decoded once, then validated: SPEC §7 request hygiene).
     func user(_ request: Request, _ context: some RequestContext) async throws -> (AppRecord, String) {
-        let app = try await app(request, context)
-        return (app, try Identifiers.userId(pathSegment: context.parameters.require("userId")))
+        try await user(request, appIdSegment: context.parameters.require("appId"), userIdSegment: context.parameters.require("userId"))
+    }
+
+    /// The app and the userId of the path segments as sent (percent-decoded once, then validated).
+    func user(_ request: Request, appIdSegment: String, userIdSegment: String) async throws -> (AppRecord, String) {
+        let app = try await requireApp(request, appIdSegment: appIdSegment)
+        return (app, try Identifiers.userId(pathSegment: userIdSegment))
     }
 
     /// The bearer token of the `Authorization` header: the scheme matched case-insensitively, spaces and tabs around

@@ -3,31 +3,47 @@ import Logging
 import RedisClient
 import StatusCore
 
-/// Turns every error into the SPEC §7 error body: client mistakes into 4xx, Redis outages into 503 `UNAVAILABLE`,
-/// and anything unexpected into a logged 500.
+/// Turns every error of a routed request into the SPEC §7 error body (``ErrorAnswers``).
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    /// Where `RATE_LIMITED` answers are counted per app (the app of the path), for the admin API's stats.
-    var activity: AppActivity?
-    /// Counts `RATE_LIMITED` and `UNAVAILABLE` answers node-wide.
-    let metrics: NodeMetrics
+    let answers: ErrorAnswers
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch {
-            let mapped = Self.statusError(for: error)
-            switch mapped.code {
-            case .rateLimited:
-                metrics.rateLimited.increment()
-                if let appId = context.parameters.get("appId").flatMap(PercentDecoding.decode) { activity?.recordRateLimited(appId: appId) }
-            case .unavailable: metrics.redisErrors.increment()
-            default: break
-            }
-            if mapped.code == .internalError {
-                context.logger.error("request failed", metadata: ["error": "\(error)", "path": "\(request.uri.path)"])
-            }
-            return try mapped.response(from: request, context: context)
+            return answers.response(to: error, appIdSegment: context.parameters.get("appId"), path: request.uri.path, logger: context.logger)
         }
+    }
+
+    /// Maps any error to a ``StatusError`` (``ErrorAnswers/statusError(for:)``).
+    static func statusError(for error: any Error) -> StatusError {
+        ErrorAnswers.statusError(for: error)
+    }
+}
+
+/// The answer to a request that failed: client mistakes are 4xx, Redis outages 503 `UNAVAILABLE`, and anything
+/// unexpected a logged 500. Shared by the router's ``ErrorMiddleware`` and the hot routes (``HotRoutes``), so a
+/// failure is answered and counted alike whichever way the request came.
+struct ErrorAnswers: Sendable {
+    /// Where `RATE_LIMITED` answers are counted per app (the app of the path), for the admin API's stats.
+    var activity: AppActivity?
+    /// Counts `RATE_LIMITED` and `UNAVAILABLE` answers node-wide.
+    let metrics: NodeMetrics
+
+    /// The error response to `error`, counted; `appIdSegment` is the app of the path as sent, if it names one.
+    func response(to error: any Error, appIdSegment: String?, path: String, logger: Logger) -> Response {
+        let mapped = Self.statusError(for: error)
+        switch mapped.code {
+        case .rateLimited:
+            metrics.rateLimited.increment()
+            if let appId = appIdSegment.flatMap(PercentDecoding.decode) { activity?.recordRateLimited(appId: appId) }
+        case .unavailable: metrics.redisErrors.increment()
+        default: break
+        }
+        if mapped.code == .internalError {
+            logger.error("request failed", metadata: ["error": "\(error)", "path": "\(path)"])
+        }
+        return mapped.response()
     }
 
     /// Maps any error to a ``StatusError``.

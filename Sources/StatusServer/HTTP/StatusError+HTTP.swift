@@ -6,6 +6,11 @@ extension StatusError: HTTPResponseError {
     public var status: HTTPResponse.Status { .init(code: code.httpStatus) }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
+        response()
+    }
+
+    /// The SPEC §7 error response: the status, the error body and, for a refusal that names a wait, `Retry-After`.
+    func response() -> Response {
         var response = JSONResponse(ErrorBody(error: self)).response(status: status)
         if let seconds = retryAfterSeconds {
             response.headers[.retryAfter] = String(seconds)

@@ -107,23 +107,12 @@ struct StatusRoutes: Sendable {
 
     func register(on router: Router<some RequestContext>) {
         let app = router.group("v1/apps/:appId")
+        // Also answered before the router (``HotRoutes``), by these same handlers.
         app.put("users/:userId/status") { request, context in
-            let (app, userId) = try await auth.user(request, context)
-            let body = try await RequestBody.decode(SetStatus.self, from: request)
-            return EncodedJSONResponse(
-                try await operations.setSelfStatus(
-                    app: app,
-                    userId: userId,
-                    customStatus: body.customStatus,
-                    availability: body.availability,
-                    clearAfterSeconds: body.clearAfterSeconds
-                )
-            )
+            try await setSelfStatus(request, appIdSegment: context.parameters.require("appId"), userIdSegment: context.parameters.require("userId"))
         }
         app.post("users/:userId/status/query") { request, context in
-            let (app, userId) = try await auth.user(request, context)
-            let body = try await RequestBody.decode(UserIdList.self, from: request)
-            return EncodedJSONResponse(try await operations.getUserStatus(app: app, userId: userId, userIds: body.userIds))
+            try await getUserStatus(request, appIdSegment: context.parameters.require("appId"), userIdSegment: context.parameters.require("userId"))
         }
         app.post("users/:userId/subscriptions") { request, context in
             let (app, userId) = try await auth.user(request, context)
@@ -159,6 +148,28 @@ struct StatusRoutes: Sendable {
             return EncodedJSONResponse(try await operations.backendQuery(appId: app.appId, userIds: body.userIds, detail: body.detail ?? false))
         }
         registerDevices(on: app)
+    }
+
+    /// setSelfStatus (SPEC §4): `PUT /users/{userId}/status`.
+    func setSelfStatus(_ request: Request, appIdSegment: String, userIdSegment: String) async throws -> EncodedJSONResponse {
+        let (app, userId) = try await auth.user(request, appIdSegment: appIdSegment, userIdSegment: userIdSegment)
+        let body = try await RequestBody.decode(SetStatus.self, from: request)
+        return EncodedJSONResponse(
+            try await operations.setSelfStatus(
+                app: app,
+                userId: userId,
+                customStatus: body.customStatus,
+                availability: body.availability,
+                clearAfterSeconds: body.clearAfterSeconds
+            )
+        )
+    }
+
+    /// getUserStatus (SPEC §4): `POST /users/{userId}/status/query`.
+    func getUserStatus(_ request: Request, appIdSegment: String, userIdSegment: String) async throws -> EncodedJSONResponse {
+        let (app, userId) = try await auth.user(request, appIdSegment: appIdSegment, userIdSegment: userIdSegment)
+        let body = try await RequestBody.decode(UserIdList.self, from: request)
+        return EncodedJSONResponse(try await operations.getUserStatus(app: app, userId: userId, userIds: body.userIds))
     }
 
     private func registerDevices(on app: RouterGroup<some RequestContext>) {

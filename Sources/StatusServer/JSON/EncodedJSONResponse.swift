@@ -12,6 +12,10 @@ struct EncodedJSONResponse: ResponseGenerator {
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
+        response()
+    }
+
+    func response() -> Response {
         Response(
             status: status,
             headers: [.contentType: "application/json; charset=utf-8"],

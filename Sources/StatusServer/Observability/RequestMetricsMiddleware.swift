@@ -15,31 +15,52 @@ import Synchronization
 ///
 /// The series go to the node's own registry (``NodeMetrics/factory``), not to the process's metrics system.
 struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+    let metrics: RequestMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = DispatchTime.now().uptimeNanoseconds
+        let method = RequestMetrics.seriesMethod(request.method)
+        let active = metrics.active(method)
+        active.increment()
+        defer { active.decrement() }
+        do {
+            let response = try await next(request, context)
+            metrics.answered(route: context.endpointPath ?? "Unknown", method: method, status: response.status, since: start)
+            return response
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
+            metrics.failed(route: context.endpointPath ?? "NotFound", method: method, status: status)
+            throw error
+        }
+    }
+}
+
+/// The handles of the per-route series, made once per node and shared by the router's ``RequestMetricsMiddleware`` and
+/// the hot routes (``HotRoutes``), which record into the same series.
+final class RequestMetrics: Sendable {
     private let cache: RequestMetricsCache
 
     init(factory: any MetricsFactory) {
         cache = RequestMetricsCache(factory: factory)
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let start = DispatchTime.now().uptimeNanoseconds
-        let method = Self.seriesMethod(request.method)
-        let active = cache.active(method)
-        active.increment()
-        defer { active.decrement() }
-        do {
-            let response = try await next(request, context)
-            let route = cache.route(RouteKey(route: context.endpointPath ?? "Unknown", method: method, status: response.status))
-            route.requests.increment()
-            route.duration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
-            return response
-        } catch {
-            let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
-            let route = cache.route(RouteKey(route: context.endpointPath ?? "NotFound", method: method, status: status))
-            route.requests.increment()
-            route.errors.increment()
-            throw error
-        }
+    /// The gauge of requests in flight of a method (a ``seriesMethod(_:)`` label).
+    func active(_ method: HTTPRequest.Method) -> Meter {
+        cache.active(method)
+    }
+
+    /// Counts a request answered with `status`, and its duration since `start` (`DispatchTime` nanoseconds).
+    func answered(route: String, method: HTTPRequest.Method, status: HTTPResponse.Status, since start: UInt64) {
+        let series = cache.route(RouteKey(route: route, method: method, status: status))
+        series.requests.increment()
+        series.duration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
+    }
+
+    /// Counts a request that failed without an answer.
+    func failed(route: String, method: HTTPRequest.Method, status: HTTPResponse.Status) {
+        let series = cache.route(RouteKey(route: route, method: method, status: status))
+        series.requests.increment()
+        series.errors.increment()
     }
 
     /// The method as a series label: HTTP allows any token as a method, so methods statusd does not serve share one
