@@ -180,6 +180,48 @@ import Testing
         return .object(fields)
     }
 
+    /// On a live socket, a hot request refused while its body arrives (too large, malformed chunk) changes nothing,
+    /// and a hot request pipelined with a routed one is answered first, in order.
+    @Test func onALiveSocketARefusedBodyChangesNothingAndPipelinedAnswersKeepTheirOrder() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp()
+            try await app.createUsers(["alice"])
+            _ = expectOK(try await retryingUnavailable { try await app.setStatus("alice", "before") })
+            let port = try #require(api.client.port)
+            let path = "/v1/apps/\(app.appId)/users/alice/status"
+            let head = "PUT \(path) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.apiKey)\r\nContent-Type: application/json\r\n"
+            func customStatus() async throws -> JSONValue {
+                try await retryingUnavailable { try await app.query("alice", ["alice"]) }.body["statuses"][0]["customStatus"]
+            }
+            // A chunked body past 1 MiB.
+            let chunk = String(repeating: "x", count: 65_536)
+            var large = head + "Transfer-Encoding: chunked\r\n\r\n11\r\n{\"customStatus\":\"\r\n"
+            for _ in 0..<17 { large += "10000\r\n" + chunk + "\r\n" }
+            large += "2\r\n\"}\r\n0\r\n\r\n"
+            let tooLarge = try await RawHTTP.exchange(port: port, large)
+            #expect(tooLarge.status == 413, "\(tooLarge.text.prefix(300))")
+            #expect(tooLarge.body["error"]["code"] == "PAYLOAD_TOO_LARGE")
+            #expect(try await customStatus() == "before")
+            // A malformed chunk after a good start.
+            let malformed = try await RawHTTP.exchange(port: port, head + "Transfer-Encoding: chunked\r\n\r\n11\r\n{\"customStatus\":\"\r\nZZ\r\n")
+            #expect(malformed.status == 400, "\(malformed.text.prefix(300))")
+            #expect(try await customStatus() == "before")
+            // Pipelined: the hot PUT, then a routed GET; answered in that order.
+            let body = #"{"customStatus":"after"}"#
+            let pipelined = try await RawHTTP.exchange(
+                port: port,
+                head + "Content-Length: \(body.utf8.count)\r\n\r\n" + body
+                    + "GET /v1/apps/\(app.appId)/users/alice/subscriptions HTTP/1.1\r\nHost: x\r\n"
+                    + "Authorization: Bearer \(app.apiKey)\r\nConnection: close\r\n\r\n"
+            )
+            #expect(pipelined.statuses == [200, 200], "\(pipelined.text)")
+            let first = try #require(pipelined.text.range(of: #""customStatus":"after""#))
+            let second = try #require(pipelined.text.range(of: #""userIds""#))
+            #expect(first.lowerBound < second.lowerBound)
+            #expect(try await customStatus() == "after")
+        }
+    }
+
     /// On a live socket the hot routes' responses carry what Hummingbird's application adds to every other response:
     /// `Date` and `Server`, with the same content type and length framing.
     @Test func liveAnswersCarryTheHeadersOfEveryOtherAnswer() async throws {

@@ -9,9 +9,9 @@ import NIOHTTP1
 /// per-request work around the router: the request's logger, id and context, the route trie, and the middleware
 /// chain's nested calls.
 ///
-/// Why: these two operations are most of an app backend's calls, and that work was about a quarter of statusd's CPU per
-/// call (a `PUT` cost the node 73–84 µs against 52–61 µs answered here, alternated runs in docs/benchmarks.md, "Hot
-/// routes"). Each step the router's middleware takes for a request is taken here too, in the same order and with the
+/// Why: these two operations are most of an app backend's calls, and that work was an eighth to a sixth of statusd's
+/// CPU per call (medians of six alternated runs: 68 → 59.5 µs per setSelfStatus, 73.5 → 60 per getUserStatus;
+/// docs/benchmarks.md, "Hot routes before the router"). Each step the router's middleware takes for a request is taken here too, in the same order and with the
 /// same shared parts: the request counted in its route's metric series (``RequestMetrics``), its body read whole
 /// before anything acts on it (as ``WholeRequestMiddleware`` does), the same handler (``StatusRoutes``), a failure
 /// answered and counted by ``ErrorAnswers``; and the `Date` and `Server` headers Hummingbird's application adds to
