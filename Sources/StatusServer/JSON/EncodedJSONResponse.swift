@@ -15,6 +15,7 @@ struct EncodedJSONResponse: ResponseGenerator {
         response()
     }
 
+    /// The response, for a caller without a request context (the hot routes, ``HotRoutes``).
     func response() -> Response {
         Response(
             status: status,
