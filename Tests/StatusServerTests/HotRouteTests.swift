@@ -80,11 +80,7 @@ import Testing
 @Suite(.redis) struct HotRouteAnswerTests {
     /// The two hot routes are routes of the router, by the same paths (the metrics' `http.route` label).
     @Test func theHotRoutesAreRoutesOfTheRouter() throws {
-        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "hot-test"))
-        let configuration = ServerConfiguration(host: "127.0.0.1", port: 0, redis: try TestRedis.configuration, adminKey: "admin")
-        let wiring = try NodeWiring(configuration: configuration, redis: redis, logger: Logger(label: "hot-test"))
-        let router = try buildRouter(wiring: wiring, index: FanoutIndex(), activity: AppActivity(metrics: wiring.metrics))
-        let routes = Set(router.routes.map { "\($0.method.rawValue) \($0.path.description)" })
+        let routes = try OpenAPIDocumentTests.registeredRoutes()
         #expect(routes.contains("PUT " + HotRoute.setSelfStatusPath))
         #expect(routes.contains("POST " + HotRoute.getUserStatusPath))
     }

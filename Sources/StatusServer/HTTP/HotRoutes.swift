@@ -32,11 +32,11 @@ struct HotRoutes: Sendable {
         let active = middleware.metrics.active(method)
         active.increment()
         defer { active.decrement() }
+        let appId = String(route.appIdSegment)
         let response: Response
         do {
             var request = request
             _ = try await request.collectBody(upTo: RequestBody.maxBytes)
-            let appId = String(route.appIdSegment)
             let userId = String(route.userIdSegment)
             switch route.operation {
             case .setSelfStatus:
@@ -45,7 +45,7 @@ struct HotRoutes: Sendable {
                 response = try await routes.getUserStatus(request, appIdSegment: appId, userIdSegment: userId).response()
             }
         } catch {
-            response = middleware.errors.response(to: error, appIdSegment: String(route.appIdSegment), path: request.uri.path, logger: logger)
+            response = middleware.errors.response(to: error, appIdSegment: appId, path: request.uri.path, logger: logger)
         }
         middleware.metrics.answered(route: route.routePath, method: method, status: response.status, since: start)
         return response

@@ -56,10 +56,8 @@ struct APIClient {
         let appId = appId ?? "t" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(20).lowercased()
         // Set-up, not the rule under test: a 503 (Redis slower than the command timeout on a busy machine) changed
         // nothing (SPEC §7) and is tried again, a few times.
-        var response = try await admin(.post, "/v1/apps", .object(["appId": .string(appId), "config": config]))
-        for _ in 0..<3 where response.status == 503 {
-            try await Task.sleep(for: .milliseconds(200))
-            response = try await admin(.post, "/v1/apps", .object(["appId": .string(appId), "config": config]))
+        let response = try await retryingUnavailable {
+            try await admin(.post, "/v1/apps", .object(["appId": .string(appId), "config": config]))
         }
         guard response.status == 201, let key = response.body["apiKey"].string else {
             throw TestAppError(message: "app creation failed: \(response.status) \(response.body)")
@@ -73,11 +71,7 @@ struct APIClient {
     /// Creates users (empty profiles).
     func createUsers(_ userIds: [String]) async throws {
         for userId in userIds {
-            var response = try await call(.put, "/users/\(userId)", .object([:]))
-            for _ in 0..<3 where response.status == 503 {
-                try await Task.sleep(for: .milliseconds(200))
-                response = try await call(.put, "/users/\(userId)", .object([:]))
-            }
+            let response = try await retryingUnavailable { try await call(.put, "/users/\(userId)", .object([:])) }
             guard response.status == 200 else { throw TestAppError(message: "user creation failed: \(response.body)") }
         }
     }
