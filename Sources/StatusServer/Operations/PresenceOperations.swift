@@ -213,7 +213,7 @@ struct PresenceOperations: Sendable {
         deviceIds: [String],
         because departure: Departure,
         connection: String? = nil,
-        staleBefore: Int64? = nil,
+        silentForMs: Int64? = nil,
         lostAgoMs: Int64? = nil,
         delivered: [UInt64: Int64] = [:],
         audience: ResumePoint.Audience? = nil
@@ -225,7 +225,7 @@ struct PresenceOperations: Sendable {
             leavingAs: departure.leavingAs,
             retentionSeconds: app.config.subscriptionRetentionSeconds,
             connectionId: connection,
-            staleBefore: staleBefore,
+            silentForMs: silentForMs,
             resumePoint: resumePoint(connection: connection, lostAgoMs: lostAgoMs, delivered: delivered, audience: audience),
             resumeTTLms: Int64(app.config.heartbeatTimeoutSeconds) * 1000,
             graceSeconds: app.config.offlineGraceSeconds
@@ -270,11 +270,21 @@ struct PresenceOperations: Sendable {
 
     /// Turns backend-driven devices of `app` silent for longer than `heartbeatTimeoutSeconds` offline.
     /// Returns how many were removed.
+    ///
+    /// The index names the candidates by this node's clock; the removal itself is decided on Redis's clock, which
+    /// stamped the device's heartbeat: a node whose clock runs ahead (every node sweeps every app) never turns another
+    /// node's devices offline before their time.
     func sweepBackendDevices(app: AppRecord, limit: Int = 1000) async throws -> Int {
-        let deadline = clock.nowMs - Int64(app.config.heartbeatTimeoutSeconds) * 1000
+        let timeoutMs = Int64(app.config.heartbeatTimeoutSeconds) * 1000
         var removed = 0
-        for entry in try await heartbeats.silent(appId: app.appId, before: deadline, limit: limit) {
-            let result = try await remove(app: app, userId: entry.userId, deviceIds: [entry.deviceId], because: .timeout, staleBefore: deadline)
+        for entry in try await heartbeats.silent(appId: app.appId, before: clock.nowMs - timeoutMs, limit: limit) {
+            let result = try await remove(
+                app: app,
+                userId: entry.userId,
+                deviceIds: [entry.deviceId],
+                because: .timeout,
+                silentForMs: timeoutMs
+            )
             removed += result.removed.count
             if result.removed.isEmpty {
                 // Heartbeated since (its entry is renewed by that heartbeat), or gone already: then drop the entry.

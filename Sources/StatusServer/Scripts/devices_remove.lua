@@ -18,8 +18,11 @@
 -- `pt`): the node passes how long before now the session last showed a sign of life (less a margin), measured on its
 -- own monotonic clock, so that a node whose wall clock runs ahead of Redis's never takes a change made after the loss
 -- for one made before it.
+-- SPEC §2 heartbeat timeout: a backend-driven device is removed for silence only when it has been silent for the
+-- timeout on the Redis clock that stamps its heartbeats (`hb`). The sweeping node finds candidates on its own clock; a
+-- node whose clock runs ahead may ask early, and then nothing is removed.
 -- KEYS: status, profile, devices, subs[, the device's resume point key]
--- ARGV: mode ('offline'|'unlogined'), retention ms, connection id ('' = any), stale-before ms ('' = no check),
+-- ARGV: mode ('offline'|'unlogined'), retention ms, connection id ('' = any), silent-for ms ('' = no check),
 --       appId, userId, user channel, app slot channel (docs/bus.md), resume point without its moment
 --       (`<connection> <the rest>`, ResumePoint.Pending; '' = none), its TTL in ms, grace ms ('0' = none), how many ms
 --       before now the point's moment is, deviceIds... (none = every device)
@@ -43,7 +46,7 @@ for _, id in ipairs(ids) do
     if raw then
         local device = cjson.decode(raw)
         local matches = ARGV[3] == '' or device.c == ARGV[3]
-        local stale = ARGV[4] == '' or (tonumber(device.hb) or 0) < tonumber(ARGV[4])
+        local stale = ARGV[4] == '' or (tonumber(device.hb) or 0) < now - tonumber(ARGV[4])
         if matches and stale then
             redis.call('HDEL', KEYS[3], id)
             removed[#removed + 1] = id

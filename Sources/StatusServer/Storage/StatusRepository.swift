@@ -415,7 +415,7 @@ struct StatusRepository: Sendable {
     }
 
     /// Removes devices (all when `deviceIds` is empty). `connectionId` limits removal to that connection's record;
-    /// `staleBefore` to devices whose last heartbeat is older. `resumePoint` (with one device) is stored for the
+    /// `silentForMs` to devices whose last heartbeat is older than that on Redis's clock. `resumePoint` (with one device) is stored for the
     /// device in the same step, kept `resumeTTLms` (SPEC §7).
     func remove(
         appId: String,
@@ -424,7 +424,7 @@ struct StatusRepository: Sendable {
         leavingAs mode: StatusType,
         retentionSeconds: Int,
         connectionId: String? = nil,
-        staleBefore: Int64? = nil,
+        silentForMs: Int64? = nil,
         resumePoint: ResumePoint.Pending? = nil,
         resumeTTLms: Int64 = 0,
         graceSeconds: Int = 0
@@ -448,7 +448,7 @@ struct StatusRepository: Sendable {
             mode: mode,
             retentionMs: Int64(retentionSeconds) * 1000,
             connectionId: connectionId,
-            staleBefore: staleBefore,
+            silentForMs: silentForMs,
             appId: appId,
             userId: userId,
             resumePoint: resumed,

@@ -141,7 +141,7 @@ import Testing
             mode: .offline,
             retentionMs: 1000,
             connectionId: nil,
-            staleBefore: 5,
+            silentForMs: 5,
             appId: "app",
             userId: "u",
             resumePoint: nil,

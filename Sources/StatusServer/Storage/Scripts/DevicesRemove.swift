@@ -19,7 +19,7 @@ enum DevicesRemove: StatusScript {
         }
     }
 
-    /// ARGV: mode, retention ms, connection id, stale-before ms, appId, userId, the two status channels, resume point
+    /// ARGV: mode, retention ms, connection id, silent-for ms, appId, userId, the two status channels, resume point
     /// without its moment, its TTL ms, grace ms, how long before the script runs the point's moment is, then the
     /// deviceIds (none: every device).
     struct Arguments: ScriptInput {
@@ -27,8 +27,8 @@ enum DevicesRemove: StatusScript {
         var retentionMs: Int64
         /// Nil: any connection.
         var connectionId: String?
-        /// Nil: no heartbeat check.
-        var staleBefore: Int64?
+        /// Only devices whose last heartbeat is older than this many ms before now on Redis's clock. Nil: no check.
+        var silentForMs: Int64?
         var appId: String
         var userId: String
         /// The resume point to store (nil: none; its moment is taken on Redis's clock by the script) and how long it is
@@ -40,7 +40,7 @@ enum DevicesRemove: StatusScript {
         var deviceIds: [String]
 
         var strings: [String] {
-            [mode.rawValue, String(retentionMs), connectionId ?? "", staleBefore.map(String.init) ?? "", appId, userId]
+            [mode.rawValue, String(retentionMs), connectionId ?? "", silentForMs.map(String.init) ?? "", appId, userId]
                 + BusChannels.statusArguments(appId, userId)
                 + [resumePoint?.scriptArgument ?? "", resumePoint == nil ? "0" : String(resumeTTLms), String(graceMs)]
                 + [String(resumePoint?.lostAgoMs ?? 0)] + deviceIds
