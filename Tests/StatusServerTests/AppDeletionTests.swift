@@ -40,6 +40,12 @@ import Testing
             if !marked, try await keys(of: appId, redis).isEmpty { return }
             try await Task.sleep(for: .milliseconds(100))
         } while ContinuousClock.now < deadline
+        // Says what was left, so that a failure names the writer or the claim that held it.
+        let marked = try await redis.send("SISMEMBER", RedisKeys.deletingApps, appId).int == 1
+        let tombstone = try await redis.send("HGETALL", RedisKeys(appId: appId).deletionTombstone)
+        let left = try await keys(of: appId, redis).sorted()
+        let now = try await redis.send("TIME").array?.first?.string ?? "?"
+        Issue.record("not deleted: marked \(marked), tombstone \(tombstone), keys left \(left), redis time \(now) s")
     }
 
     /// Leaves the app as a node that died right after marking it deleted would: record gone, tombstone with a lapsed claim.
