@@ -164,9 +164,12 @@ struct DeviceOptions {
 }
 
 extension APIClient {
-    /// A user token minted through the server API.
+    /// A user token minted through the server API (a refused call changes nothing, so a 503 on a busy machine is sent
+    /// again, as ``retryingUnavailable`` does for the other set-up calls).
     func token(for userId: String, ttlSeconds: Int = 3600) async throws -> String {
-        let response = try await call(.post, "/users/\(userId)/tokens", ["ttlSeconds": .int(Int64(ttlSeconds))])
+        let response = try await retryingUnavailable {
+            try await call(.post, "/users/\(userId)/tokens", ["ttlSeconds": .int(Int64(ttlSeconds))])
+        }
         guard let token = response.body["token"].string else { throw TestAppError(message: "token minting failed: \(response.body)") }
         return token
     }
