@@ -30,10 +30,12 @@ import Testing
     }
 
     /// Waits until the app's keys and its unfinished-deletion mark are gone, running `sweep` between looks, for at most
-    /// a claim's lease and some: every node of the test process sweeps every unfinished deletion (other tests' nodes
-    /// included), and one that stopped with its test while holding the claim leaves it to lapse.
+    /// a claim's lease and a minute: every node of the test process sweeps every unfinished deletion (other tests' nodes
+    /// included), and one that stopped with its test while holding the claim leaves it to lapse. A run scans the whole
+    /// keyspace of every master twice, and a sweep finishes the other tests' deletions too: on a busy machine, with
+    /// the other suites' keys in the same Redis, that takes more than a few seconds.
     private func untilDeleted(_ appId: String, _ redis: RedisClient, sweep: () async throws -> Void) async throws {
-        let deadline = ContinuousClock.now + AppDeletion.claimLease + .seconds(10)
+        let deadline = ContinuousClock.now + AppDeletion.claimLease + .seconds(60)
         repeat {
             try await sweep()
             let marked = try await redis.send("SISMEMBER", RedisKeys.deletingApps, appId).int == 1
