@@ -118,6 +118,52 @@ import Testing
         await redis.close()
     }
 
+    /// The devices connected when their app is deleted are closed (the deletion removed them: their sessions file no
+    /// departure). Nothing their sessions write to the app's own keys (the online index with its applied versions, the
+    /// recent changes) may outlive the deletion, or the appId created again would inherit it: an old applied version
+    /// would keep a new user out of the online listing.
+    @Test func devicesConnectedAtTheDeletionLeaveNothingBehind() async throws {
+        let redis = try redis()
+        try await withStatusd(.live) { api in
+            let port = try #require(api.client.port)
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "bob"])
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                let (alice, _) = try await app.openDevice(port: port, userId: "alice", DeviceOptions(deviceId: "a1")) {
+                    group.addTask(operation: $0)
+                }
+                let (bob, _) = try await app.openDevice(port: port, userId: "bob", DeviceOptions(deviceId: "b1", presence: "all")) {
+                    group.addTask(operation: $0)
+                }
+                for value in ["one", "two", "three"] { expectOK(try await app.setStatus("alice", value)) }
+                #expect(try await api.admin(.delete, "/v1/apps/\(app.appId)").status == 204)
+                let deadline = ContinuousClock.now + .seconds(5)
+                while !(alice.isClosed && bob.isClosed), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(alice.isClosed && bob.isClosed, "the deleted app's devices are closed")
+                group.cancelAll()
+            }
+            // Whatever the departures wrote, the deletion has removed or refused: nothing is left, now or a moment later.
+            try await untilDeleted(app.appId, redis) {}
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await keys(of: app.appId, redis).isEmpty)
+            // Created again: alice is a new user with a new history, listed online when she connects.
+            let fresh = try await api.admin(.post, "/v1/apps", ["appId": .string(app.appId), "config": premiumConfig])
+            #expect(fresh.status == 201)
+            var again = app
+            again.apiKey = try #require(fresh.body["apiKey"].string)
+            try await again.createUsers(["alice"])
+            let recreated = again
+            try await recreated.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "a1")) { _, welcome in
+                #expect(welcome["status"]["version"].int == 1)
+                let listed = expectOK(try await recreated.call(.get, "/users?status=online&limit=10"))
+                #expect(listed["users"].array.compactMap { $0["userId"].string } == ["alice"])
+            }
+        }
+        await redis.close()
+    }
+
     @Test func aSecondDeleteFinishesAnAbandonedDeletionWith204() async throws {
         let redis = try redis()
         try await withStatusd { api in
