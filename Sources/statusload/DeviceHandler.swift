@@ -262,7 +262,7 @@ final class DeviceHandler: ChannelInboundHandler {
             guard !welcomed else { return }
             welcomed = true
             let welcomedAt = MonotonicClock.nanos()
-            stats.recordConnect(nanos: welcomedAt &- started)
+            stats.recordConnect(nanos: welcomedAt &- started, first: first)
             if let lostAt { stats.recordReconnect(nanos: welcomedAt &- lostAt) }
             if let watch { watch.resume = DeviceFrame.resumeToken(bytes) ?? watch.resume }
             registered = connector.registry.connected(

@@ -58,6 +58,8 @@ struct LoadReport: Codable, Sendable {
         var reconnects: Int
         var failures: Int
         var connectsPerSecond: Double
+        /// The churn's reconnects only, from the start of each to its welcome (the initial connections are in
+        /// ``Connections/connectTimeMs``).
         var connectTimeMs: LatencySummary
         /// Census after the churn (server API `GET /users?status=online` vs the loader's connected devices' users).
         var census: Census?

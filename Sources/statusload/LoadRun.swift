@@ -186,7 +186,7 @@ struct LoadRun: Sendable {
                         reconnects: end.connects - churnStart.connects,
                         failures: end.connectFailures - churnStart.connectFailures,
                         connectsPerSecond: Double(end.connects - churnStart.connects) / max(seconds, 0.001),
-                        connectTimeMs: LatencySummary(end.connectTime)
+                        connectTimeMs: LatencySummary(end.laterConnectTime)
                     )
                     if plan.slice.count == 1 {
                         // Reconnects still in flight settle first; then the server's view is compared with the loader's.

@@ -39,6 +39,8 @@ final class LoadStats: Sendable {
         var latency: Histogram<UInt64>
         var latencyPerNode: [Histogram<UInt64>]
         var connectTime: Histogram<UInt64>
+        /// Connect times of the connections after each device's first (``LoopStats/laterConnectTime``).
+        var laterConnectTime: Histogram<UInt64>
 
         var expectedTotal: Int { expected.reduce(0, +) }
         var receivedTotal: Int { received.reduce(0, +) }
@@ -73,12 +75,13 @@ final class LoadStats: Sendable {
             received: Array(repeating: 0, count: nodeCount),
             latency: LatencySummary.histogram(),
             latencyPerNode: Array(repeating: LatencySummary.histogram(), count: nodeCount),
-            connectTime: LatencySummary.histogram()
+            connectTime: LatencySummary.histogram(),
+            laterConnectTime: LatencySummary.histogram()
         )
         for stats in loops {
             let part = try? await stats.eventLoop.submit { () -> (LoopStats.Counters, [Histogram<UInt64>]?, [Float]) in
                 (
-                    stats.counters, histograms ? [stats.latency, stats.connectTime] + stats.latencyPerNode : nil,
+                    stats.counters, histograms ? [stats.latency, stats.connectTime, stats.laterConnectTime] + stats.latencyPerNode : nil,
                     histograms ? stats.reconnectMillis : []
                 )
             }.get()
@@ -111,7 +114,8 @@ final class LoadStats: Sendable {
             if let copies {
                 merged.latency.add(copies[0])
                 merged.connectTime.add(copies[1])
-                for node in 0..<nodeCount { merged.latencyPerNode[node].add(copies[2 + node]) }
+                merged.laterConnectTime.add(copies[2])
+                for node in 0..<nodeCount { merged.latencyPerNode[node].add(copies[3 + node]) }
             }
         }
         if nodeCount == 1 { merged.latencyPerNode[0] = merged.latency }

@@ -49,6 +49,9 @@ final class LoopStats: @unchecked Sendable {
     private(set) var latency = LatencySummary.histogram()
     private(set) var latencyPerNode: [Histogram<UInt64>]
     private(set) var connectTime = LatencySummary.histogram()
+    /// The same for the connections after each device's first (the churn's reconnects): a churn's connect times must not
+    /// include the initial ramp, whose thousands of connects at once would make them its own.
+    private(set) var laterConnectTime = LatencySummary.histogram()
     /// Socket reads that brought data (``ReadPacer`` pauses the loop while they keep coming).
     var reads = 0
     /// Each reconnect's time from the loss of the connection to the welcome, in ms (`--failover`).
@@ -84,10 +87,11 @@ final class LoopStats: @unchecked Sendable {
         if ok { counters.repliesOK += 1 } else { counters.repliesFailed += 1 }
     }
 
-    /// A connection reached its welcome after `nanos`.
-    func recordConnect(nanos: UInt64) {
+    /// A connection reached its welcome after `nanos`; `first`: the device's first connection of the run.
+    func recordConnect(nanos: UInt64, first: Bool) {
         counters.connects += 1
         connectTime.record(nanos / 1000)
+        if !first { laterConnectTime.record(nanos / 1000) }
     }
 
     func recordConnectFailure() { counters.connectFailures += 1 }
