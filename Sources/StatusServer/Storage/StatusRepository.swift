@@ -415,8 +415,8 @@ struct StatusRepository: Sendable {
     }
 
     /// Removes devices (all when `deviceIds` is empty). `connectionId` limits removal to that connection's record;
-    /// `silentForMs` to devices whose last heartbeat is older than that on Redis's clock. `resumePoint` (with one device) is stored for the
-    /// device in the same step, kept `resumeTTLms` (SPEC §7).
+    /// `silentForMs` to devices whose last heartbeat is older than that on Redis's clock. `resumePoint` (with one
+    /// device) is stored for the device in the same step, kept `resumeTTLms` (SPEC §7).
     func remove(
         appId: String,
         userId: String,
