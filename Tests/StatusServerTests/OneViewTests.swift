@@ -108,6 +108,12 @@ import Testing
                 // What mallory heard before the block is in before the block begins.
                 _ = try await live["mallory"]!.next { $0["statuses"][0]["customStatus"] == "at work" && $0["statuses"][0]["availability"] == "busy" }
                 expectOK(try await app.call(.put, "/users/mallory/blocks", ["userIds": ["alice"]]))
+                // The block's own news (SPEC §10.5: mallory is shown alice in the offline mask) is sent as the block is
+                // answered, and may reach her device after the answer: it belongs to the block, not to what follows.
+                try await live["mallory"]!.waitFor(timeout: .seconds(10)) {
+                    $0["event"] == "onUserStatusChanged" && $0["statuses"][0]["userId"] == "alice"
+                        && $0["statuses"][0]["statusType"] == "offline"
+                }
                 let blockedAt = live["mallory"]!.rawFrames.count
                 expectOK(try await app.call(.put, "/users/alice/status", ["customStatus": "still here"]))
                 expectOK(try await app.call(.put, "/users/alice/status", ["availability": "invisible"]))
