@@ -14,11 +14,6 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return answers.response(to: error, appIdSegment: context.parameters.get("appId"), path: request.uri.path, logger: context.logger)
         }
     }
-
-    /// Maps any error to a ``StatusError`` (``ErrorAnswers/statusError(for:)``).
-    static func statusError(for error: any Error) -> StatusError {
-        ErrorAnswers.statusError(for: error)
-    }
 }
 
 /// The answer to a request that failed: client mistakes are 4xx, Redis outages 503 `UNAVAILABLE`, and anything

@@ -11,8 +11,10 @@ import NIOHTTP1
 ///
 /// Why: these two operations are most of an app backend's calls, and that work was an eighth to a sixth of statusd's
 /// CPU per call (medians of six alternated runs: 68 → 59.5 µs per setSelfStatus, 73.5 → 60 per getUserStatus;
-/// docs/benchmarks.md, "Hot routes before the router"). Each step the router's middleware takes for a request is taken here too, in the same order and with the
-/// same shared parts: the request counted in its route's metric series (``RequestMetrics``), its body read whole
+/// docs/benchmarks.md, "Hot routes before the router").
+///
+/// Each step the router's middleware takes for a request is taken here too, in the same order and with the same shared
+/// parts: the request counted in its route's metric series (``RequestMetrics``), its body read whole
 /// before anything acts on it (as ``WholeRequestMiddleware`` does), the same handler (``StatusRoutes``), a failure
 /// answered and counted by ``ErrorAnswers``; and the `Date` and `Server` headers Hummingbird's application adds to
 /// every response. The empty-segment check has nothing to refuse: a hot route has no empty segment.

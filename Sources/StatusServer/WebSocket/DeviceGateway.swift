@@ -150,7 +150,7 @@ final class DeviceGateway: Sendable {
                     let (session, welcome) = try await self.open(head, channel: channel)
                     result = .accepted(session, welcome: welcome)
                 } catch {
-                    result = .refused(ErrorMiddleware<StatusRequestContext>.statusError(for: error))
+                    result = .refused(ErrorAnswers.statusError(for: error))
                 }
                 self.metrics.deviceUpgrades(Self.outcome(of: result, channelOpen: channel.isActive)).increment()
                 promise.succeed(result)

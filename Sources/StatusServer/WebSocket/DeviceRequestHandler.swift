@@ -54,7 +54,7 @@ struct DeviceRequestHandler: Sendable {
             }
         } catch {
             let id = RequestIdPeek.id(in: message.readableBytesView) ?? .null
-            return (DeviceFrames.failure(id: id, ErrorMiddleware<StatusRequestContext>.statusError(for: error)), .keepOpen)
+            return (DeviceFrames.failure(id: id, ErrorAnswers.statusError(for: error)), .keepOpen)
         }
         guard case .object(let fields) = try? JSONCoding.decoder.decode(JSONValue.self, from: data) else {
             // Valid JSON the decoder still refuses (a number past a Double, say): answered with its id all the same.
@@ -70,7 +70,7 @@ struct DeviceRequestHandler: Sendable {
                 try StrictJSON.validate(bytes, maxDepth: JSONValue.maxDecodingDepth, members: members)
             }
         } catch {
-            return (DeviceFrames.failure(id: id, ErrorMiddleware<StatusRequestContext>.statusError(for: error)), .keepOpen)
+            return (DeviceFrames.failure(id: id, ErrorAnswers.statusError(for: error)), .keepOpen)
         }
         guard let frame = try? JSONCoding.decoder.decode(Frame.self, from: data) else {
             return (DeviceFrames.failure(id: id, StatusError(.invalidRequest, "wrong field types")), .keepOpen)
@@ -120,7 +120,7 @@ struct DeviceRequestHandler: Sendable {
                 throw StatusError(.invalidRequest, "unknown op")
             }
         } catch {
-            let mapped = ErrorMiddleware<StatusRequestContext>.statusError(for: error)
+            let mapped = ErrorAnswers.statusError(for: error)
             if mapped.code == .rateLimited {
                 metrics.rateLimited.increment()
                 session.activity?.rateLimited.add(1, ordering: .relaxed)
