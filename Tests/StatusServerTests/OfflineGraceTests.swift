@@ -123,23 +123,28 @@ import Testing
             expectOK(try await app.subscribe("bob", ["alice", "carol"]))
             let port = try #require(api.client.port)
             try await app.withDevice(port: port, userId: "bob", DeviceOptions(deviceId: "bob-1")) { watcher, _ in
-                try await app.withDevice(port: node.port, userId: "alice", DeviceOptions(deviceId: "phone")) { _, _ in
-                    _ = try await watcher.nextStatus(of: "alice")
+                let aliceOnline = try await app.withDevice(port: node.port, userId: "alice", DeviceOptions(deviceId: "phone")) { _, _ in
+                    try await watcher.nextStatus(of: "alice")["version"].int ?? 0
                 }
                 try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { _, _ in
                     let events = try await watcher.statusEvents(of: "alice", settle: .milliseconds(500))
                     #expect(events.isEmpty)
                 }
                 // carol drops from the node, which dies before her grace ends: this node ends it.
-                try await app.withDevice(port: node.port, userId: "carol", DeviceOptions(deviceId: "tab")) { _, _ in
-                    _ = try await watcher.nextStatus(of: "carol")
+                let carolOnline = try await app.withDevice(port: node.port, userId: "carol", DeviceOptions(deviceId: "tab")) { _, _ in
+                    try await watcher.nextStatus(of: "carol")["version"].int ?? 0
                 }
                 try await Task.sleep(for: .milliseconds(200))
                 node.crash()
-                let offline = try await watcher.nextStatus(of: "carol", timeout: .seconds(5))
+                // The next change of carol is the end of her grace: offline, one version on. (A repeat of the online
+                // event at its version is no change, SPEC §2, and is passed over.)
+                let offline = try await watcher.nextStatus(of: "carol", newerThan: carolOnline, timeout: .seconds(5))
                 #expect(offline["statusType"] == "offline")
+                #expect(offline["version"].int == carolOnline + 1)
                 // alice went on the grace too when her second device closed; she ends offline as well.
-                #expect(try await watcher.nextStatus(of: "alice", timeout: .seconds(5))["statusType"] == "offline")
+                let aliceOffline = try await watcher.nextStatus(of: "alice", newerThan: aliceOnline, timeout: .seconds(5))
+                #expect(aliceOffline["statusType"] == "offline")
+                #expect(aliceOffline["version"].int == aliceOnline + 1)
             }
         }
     }

@@ -37,6 +37,8 @@ final class FanoutIndex: Sendable {
         /// change costs no lookup, no retain and no deduplication per recipient. Emptied by every change to the
         /// sessions or relationships here (``forgetAudiences()``), so an entry never outlives what it came from.
         var audiences: [AppUser: (inputs: AudienceInputs, audience: Audience)] = [:]
+        /// The relationships of users whose last session left, while the node may still hear their channel.
+        var departed = DepartedRelations()
 
         /// Drops the cached recipients: the sessions or relationships they came from changed.
         mutating func forgetAudiences() {
@@ -108,11 +110,45 @@ final class FanoutIndex: Sendable {
             case .subscriptions, .friends:
                 break
             }
-            if state.users[key]?.sessions.isEmpty == true {
+            if let user = state.users[key], user.sessions.isEmpty {
+                if user.relationsSequence > 0 {
+                    let relations = Relations(subscriptions: user.subscriptions, friends: user.friends, blocked: user.blocked)
+                    state.departed.depart(key, .init(relations: relations, pinnedMasks: user.pinnedMasks, sequence: user.relationsSequence))
+                }
                 Self.setRelations(Relations(subscriptions: [], friends: [], blocked: []), for: key, in: &state)
                 state.users[key] = nil
             }
         }
+    }
+
+    /// Gives a user's first session here the relationships kept from their last one (``DepartedRelations``), when
+    /// the node heard the user's channel all along; answers whether it did (else the caller loads them).
+    func restoreDeparted(_ key: AppUser) -> Bool {
+        state.withLock { state in
+            guard let user = state.users[key], user.relationsSequence == 0, let entry = state.departed.take(key) else { return false }
+            Self.setRelations(entry.relations, for: key, in: &state)
+            state.users[key]?.pinnedMasks = entry.pinnedMasks
+            state.users[key]?.relationsSequence = entry.sequence
+            return true
+        }
+    }
+
+    /// Drops the kept relationships of `users`: something changed them, or their channel is no longer heard.
+    func forgetDeparted(_ users: some Sequence<AppUser>) {
+        state.withLock { $0.departed.forget(users) }
+    }
+
+    /// Whether `user`'s relationships are kept (``DepartedRelations``): their channel is wanted until the hold drops it.
+    func holdsDeparted(_ user: AppUser) -> Bool {
+        state.withLock { $0.departed.holds(user) }
+    }
+
+    /// How many departed users' relationships are kept.
+    var departedCount: Int { state.withLock { $0.departed.count } }
+
+    /// The bus feed had a gap: no relationships read before now are kept or restored.
+    func invalidateDeparted() {
+        state.withLock { state in state.departed.invalidate(through: state.loadSequence) }
     }
 
     /// Numbers a relationship load about to start; pass the number to ``update(_:relations:sequence:)``.
@@ -136,7 +172,12 @@ final class FanoutIndex: Sendable {
     /// the node before, the user's sessions missed; what reached it after, they heard. Nil when the load was dropped.
     func update(_ key: AppUser, relations: Relations, sequence: UInt64, noting targets: Set<String>) -> [String: Int64]? {
         state.withLock { state in
-            guard let user = state.users[key], sequence > user.relationsSequence else { return nil }
+            guard let user = state.users[key] else {
+                // The user left meanwhile: the read may have raced a change, so what was kept of them goes too.
+                state.departed.forget([key])
+                return nil
+            }
+            guard sequence > user.relationsSequence else { return nil }
             var atEdge: [String: Int64] = [:]
             for target in targets where !user.subscriptions.contains(target) && !user.friends.contains(target) {
                 guard relations.subscriptions.contains(target) || relations.friends.contains(target) else { continue }
@@ -182,6 +223,8 @@ final class FanoutIndex: Sendable {
                     state.forgottenApps[appId] = state.forgetCount
                 }
             }
+            // A deleted user leaves the relationships of others (blocks and pins included): nothing of the app is kept.
+            state.departed.forget(appId: appId)
             if let userId {
                 let target = AppUser(appId: appId, userId: userId)
                 state.versions[target] = nil
@@ -521,6 +564,7 @@ final class FanoutIndex: Sendable {
     ) -> (Recipients, Int64)? {
         state.withLock { state in
             let key = AppUser(appId: appId, userId: viewer)
+            state.departed.forget([key, AppUser(appId: appId, userId: target)])
             guard var user = state.users[key] else { return nil }
             let outcome = BlockMask.apply(target: target, frozen: frozen, to: &user)
             state.users[key] = user

@@ -122,6 +122,12 @@ final class FanoutService: Service, Sendable {
         var load: UInt64?
         /// Whether the node already heard the user's own channel when the session joined.
         var heard: Bool
+        /// Whether the user's relationships were the ones kept from their last session here (``DepartedRelations``).
+        var restored = false
+        /// Whether nothing is left to read or subscribe for the session: the node knows the user's relationships and
+        /// hears the user's channel and theirs. The connect then needs no admission of its own: `device_connect.lua`
+        /// checks the connect rate limit first, and a refusal costs Redis that check only (SPEC §10.7).
+        var settled = false
 
         /// Whether the admission reads the relationships in its own step: only when they are to be read and the user's
         /// channel is heard already, so that a relationship change made after that read reaches the node.
@@ -129,12 +135,24 @@ final class FanoutService: Service, Sendable {
     }
 
     /// The first half of a session's registration, before its connect's admission: adds the session to the index and
-    /// asks whether the node hears the user's own channel already. Nothing is sent to Redis: a connect the admission
-    /// refuses subscribes to nothing (SPEC §10.7).
+    /// asks whether the node hears the user's own channel already; if it did all along since the user's last session
+    /// here, the relationships kept from it are the user's (``DepartedRelations``). Nothing is sent to Redis: a connect
+    /// the admission refuses subscribes to nothing (SPEC §10.7).
     func join(_ session: DeviceSession) async -> Joining {
+        let key = AppUser(appId: session.appId, userId: session.userId)
         let first = index.add(session)
         let heard = await shards.hears([BusChannels.user(session.appId, session.userId)])
-        return Joining(load: first ? index.beginRelationsLoad() : nil, heard: heard)
+        var restored = false
+        if first {
+            // Heard now means heard all along: a dropped channel takes what was kept of its user with it.
+            if heard { restored = index.restoreDeparted(key) } else { index.forgetDeparted([key]) }
+        }
+        var joining = Joining(load: first && !restored ? index.beginRelationsLoad() : nil, heard: heard, restored: restored)
+        if heard && joining.load == nil {
+            let others = index.interest(of: key).subtracting([key])
+            joining.settled = await shards.hears(others.map { BusChannels.user($0.appId, $0.userId) })
+        }
+        return joining
     }
 
     /// The second half of a session's registration, once its connect is admitted: listens to what the session may hear
@@ -154,7 +172,11 @@ final class FanoutService: Service, Sendable {
             apps.invalidate(session.appId)
         }
         await listen(users: joining.heard ? [] : [key], apps: appWide ? [session.appId] : [])
-        guard let load = joining.load else { return }
+        guard let load = joining.load else {
+            // Relationships kept from the user's last session: their channels, if the hold dropped some meanwhile.
+            if joining.restored && !joining.settled { await listen(users: index.interest(of: key).subtracting([key]), apps: []) }
+            return
+        }
         if let relations, joining.admissionReadsRelations {
             _ = await adopt(key, relations: relations, sequence: load, noting: [])
         } else {
@@ -204,7 +226,10 @@ final class FanoutService: Service, Sendable {
             }
             if watched { return true }
             unwatched.withLock { _ = $0.insert(channel) }
-            return !held.contains(channel)
+            if held.contains(channel) { return true }
+            // Not heard from now on: the relationships kept of its user could miss a change.
+            if case .user(let user) = BusChannels.parse(channel) { index.forgetDeparted([user]) }
+            return false
         }
         let found = unwatched.withLock { $0 }
         unwatchedHold.withLock { _ = $0.pass(unwatched: found) }
@@ -222,6 +247,7 @@ final class FanoutService: Service, Sendable {
             atEdge = await adopt(key, relations: try await relations.load(key), sequence: sequence, noting: Set(since.keys))
         } catch {
             logger.warning("relations load failed", metadata: ["user": "\(key.userId)", "error": "\(error)"])
+            index.forgetDeparted([key])
             // Whatever the change meant for this user is unknown here: reload everything.
             if !since.isEmpty { inbox.markGap() }
             return
@@ -277,7 +303,11 @@ final class FanoutService: Service, Sendable {
         do {
             let targets = Dictionary(users.map { (BusChannels.user($0.appId, $0.userId), $0) }, uniquingKeysWith: { first, _ in first })
             let index = self.index
-            try await shards.update(Array(targets.keys)) { channel in targets[channel].map(index.isWatched) ?? false }
+            // A departed user's channel is left to the hold (``dropUnwatchedChannels()``) while their relationships are
+            // kept: dropping it here would leave them kept without being heard.
+            try await shards.update(Array(targets.keys)) { channel in
+                targets[channel].map { index.isWatched($0) || index.holdsDeparted($0) } ?? false
+            }
             for appId in apps {
                 let allowed = (try await self.apps.find(appId))?.config.allowsStatusQuery == true
                 try await shards.update(BusChannels.allAppSlots(appId)) { _ in allowed && index.hasAppWideSessions(appId) }
@@ -307,6 +337,8 @@ final class FanoutService: Service, Sendable {
         await deliveries.send(through: mailboxes, counting: metrics.eventsDelivered)
         if batch.gap {
             metrics.busGaps.increment()
+            // What was missed may have changed any relationships kept of departed users.
+            index.invalidateDeparted()
             if await !resynchronise() {
                 // Redis is not back yet: try again shortly (the inbox wakes the loop at once, so wait here). A
                 // cancelled node does not retry.
@@ -322,6 +354,7 @@ final class FanoutService: Service, Sendable {
             guard let config = try? await self.apps.find(change.appId)?.config else { return }
             deliveries.add(change, to: index.audience(of: change, config: config))
         case .relationsChanged(let appId, let userIds, let since):
+            index.forgetDeparted(userIds.map { AppUser(appId: appId, userId: $0) })
             for user in index.localUsers(appId: appId, among: userIds) {
                 // Off the delivery path; the load's sequence number keeps an older read from winning.
                 if !work.submit({ await self.loadRelations(user, since: since) }) { inbox.markGap() }

@@ -10,15 +10,8 @@
 -- ARGV: calls, window ms, '1' to read the relationships ('0': the node knows them)
 -- Reply: 0 when admitted without the relationships; {subscriptions, friends, blocked (both ways)} when admitted with
 --        them; else the error CONNECT_RATE_LIMITED <retry after ms>.
-local now = now_ms()
-local window = tonumber(ARGV[2])
-local since = '(' .. (now - window)
-if redis.call('ZCOUNT', KEYS[1], since, '+inf') >= tonumber(ARGV[1]) then
-    local oldest = redis.call('ZRANGEBYSCORE', KEYS[1], since, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-    local retry = tonumber(oldest[2]) + window - now
-    if retry < 1 then
-        retry = 1
-    end
+local retry = rate_refusal(KEYS[1], now_ms(), tonumber(ARGV[1]), tonumber(ARGV[2]))
+if retry > 0 then
     return redis.error_reply('CONNECT_RATE_LIMITED ' .. retry)
 end
 if ARGV[3] ~= '1' then

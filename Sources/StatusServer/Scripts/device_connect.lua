@@ -28,6 +28,16 @@
 --         k x (deviceId, device JSON, 'loginPolicy'|'tooManyDevices'), <status reply>}, or error USER_NOT_FOUND (no
 --         token) or TOKEN_REVOKED (the token's generation is not the user's, or the user is gone), or
 --         CONNECT_RATE_LIMITED <retry after ms>.
+local now = now_ms()
+local rules = cjson.decode(ARGV[3])
+-- SPEC §10.7: a connect past the limit is refused by the check alone, before anything of the user is read (a node that
+-- knows the user asks no admission first, connect_admission.lua); it is counted below, once the token is checked.
+if rules.connectCalls then
+    local retry = rate_refusal(KEYS[5], now, tonumber(rules.connectCalls), tonumber(rules.connectWindowMs))
+    if retry > 0 then
+        return redis.error_reply('CONNECT_RATE_LIMITED ' .. retry)
+    end
+end
 if ARGV[8] ~= '' then
     local stored = redis.call('HMGET', KEYS[2], 'gen', 'createdAt')
     if (stored[1] or stored[2]) ~= ARGV[8] then
@@ -36,9 +46,7 @@ if ARGV[8] ~= '' then
 elseif redis.call('EXISTS', KEYS[2]) == 0 then
     return redis.error_reply('USER_NOT_FOUND')
 end
-local now = now_ms()
 local device = cjson.decode(ARGV[2])
-local rules = cjson.decode(ARGV[3])
 if rules.connectCalls then
     local retry = rate_limit(KEYS[5], now, tonumber(rules.connectCalls), tonumber(rules.connectWindowMs))
     if retry > 0 then

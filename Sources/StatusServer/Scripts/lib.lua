@@ -27,6 +27,19 @@ end
 -- then the number of calls in the window, this one included when accepted.
 -- The numbers go to Redis as integers formatted here: a Lua number passed to redis.call, or joined to a string, is
 -- formatted as a float, which costs more than the command that receives it.
+-- A sliding-window check that writes nothing: the milliseconds until the oldest entry of `key` leaves the window when
+-- `calls` entries are in it, else 0.
+local function rate_refusal(key, now, calls, window_ms)
+    local since = '(' .. string.format('%d', now - window_ms)
+    if redis.call('ZCOUNT', key, since, '+inf') < calls then
+        return 0
+    end
+    local oldest = redis.call('ZRANGEBYSCORE', key, since, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local retry = tonumber(oldest[2]) + window_ms - now
+    if retry < 1 then retry = 1 end
+    return retry
+end
+
 local function rate_limit(key, now, calls, window_ms)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window_ms))
     local count = redis.call('ZCARD', key)

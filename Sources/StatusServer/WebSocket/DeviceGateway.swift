@@ -261,19 +261,22 @@ final class DeviceGateway: Sendable {
         }.get()
         let joining = await fanout.join(session)
         recordGauges()
-        let relations: Relations?
-        do {
-            // A connect past the limit is refused before it stores, reads or subscribes to anything of the user (SPEC
-            // §10.6, §10.7). Admitted, the same step reads the user's relationships when the node does not know them
-            // yet and already hears the user's channel (``FanoutService/Joining``).
-            relations = try await presence.admitConnect(
-                app: parameters.app,
-                userId: parameters.userId,
-                readingRelations: joining.admissionReadsRelations
-            )
-        } catch {
-            await abandon(session, app: parameters.app, connected: false, listed: false)
-            throw error
+        var relations: Relations? = nil
+        // A connect past the limit is refused before it stores, reads or subscribes to anything of the user (SPEC
+        // §10.6, §10.7). Admitted, the same step reads the user's relationships when the node does not know them yet
+        // and already hears the user's channel (``FanoutService/Joining``). With nothing to read or subscribe (the node
+        // knows the user and hears them), the connect script's own check is that step, and the connect is one call.
+        if !joining.settled {
+            do {
+                relations = try await presence.admitConnect(
+                    app: parameters.app,
+                    userId: parameters.userId,
+                    readingRelations: joining.admissionReadsRelations
+                )
+            } catch {
+                await abandon(session, app: parameters.app, connected: false, listed: false)
+                throw error
+            }
         }
         let connected: PresenceOperations.Connected
         do {

@@ -70,6 +70,23 @@ final class TestDevice: Sendable {
         return event["statuses"][0]
     }
 
+    /// Waits for the next `onUserStatusChanged` about `userId` at a version above `version` and returns its status
+    /// object; repeats at `version` or below are taken and passed over (SPEC §2: an event may come twice, and a client
+    /// drops it by its version).
+    func nextStatus(of userId: String, newerThan version: Int64, timeout: Duration = .seconds(3)) async throws -> JSONValue {
+        let event = try await next(timeout: timeout) { frame in
+            frame["event"].string == "onUserStatusChanged" && frame["statuses"][0]["userId"].string == userId
+                && (frame["statuses"][0]["version"].int ?? 0) > version
+        }
+        received.withLock { frames in
+            frames.removeAll {
+                $0["event"].string == "onUserStatusChanged" && $0["statuses"][0]["userId"].string == userId
+                    && ($0["statuses"][0]["version"].int ?? 0) <= version
+            }
+        }
+        return event["statuses"][0]
+    }
+
     /// The status events about `userId` received so far (removing them), after waiting `settle`.
     func statusEvents(of userId: String, settle: Duration = .milliseconds(400)) async throws -> [JSONValue] {
         try await Task.sleep(for: settle)

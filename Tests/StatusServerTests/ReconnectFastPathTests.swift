@@ -1,0 +1,133 @@
+import Foundation
+import Logging
+import RedisClient
+import StatusCore
+import Testing
+
+@testable import StatusServer
+
+/// A device reconnecting to the node that still hears its user (``DepartedRelations``): its connect is one script
+/// call, with no admission round trip and no read of the relationships; and it hears exactly what its relationships
+/// say now, whatever changed them while it was away.
+@Suite(.redis) struct ReconnectFastPathTests {
+    static let config: JSONValue = ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": 1000, "windowSeconds": 1]]
+
+    /// Waits until the node has no session of any user left: the departure was filed and the index let the user go.
+    private func waitUntilNoLocalUser(_ api: APIClient) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            let text = try await api.metricsText()
+            let line = text.split(separator: "\n").first { $0.hasPrefix("statusd_local_online_users ") }
+            if let value = line?.split(separator: " ").last.flatMap({ Double($0) }), value == 0 { return }
+            guard ContinuousClock.now < deadline else { throw TestAppError(message: "the node still holds a user: \(line ?? "no gauge")") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// A reconnect reads no relationships and asks no admission: the one rate-limit check is the connect's own
+    /// (`device_connect.lua`); and the relationships given back are the user's (bob is heard).
+    @Test func aReconnectToTheNodeThatHearsTheUserIsOneScriptCall() async throws {
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        try await withStatusd(.live, configure: server.install) { api in
+            let app = try await api.createApp(config: Self.config)
+            try await app.createUsers(["alice", "bob"])
+            expectOK(try await app.subscribe("alice", ["bob"]))
+            let port = try #require(api.client.port)
+            try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { _, _ in }
+            try await waitUntilNoLocalUser(api)
+            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "probe"))
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { try await redis.run() }
+                let before = try await RefusalCostTests.commandCounts(redis)
+                try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { device, _ in
+                    let after = try await RefusalCostTests.commandCounts(redis)
+                    // The admission's check and its read of the relationships would each show here.
+                    #expect(after["zcount", default: 0] - before["zcount", default: 0] == 1)
+                    #expect(after["sunion", default: 0] - before["sunion", default: 0] == 0)
+                    #expect(after["smembers", default: 0] - before["smembers", default: 0] == 0)
+                    expectOK(try await app.setStatus("bob", "back"))
+                    #expect(try await device.nextStatus(of: "bob")["customStatus"] == "back")
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// Relationships changed while the user was away (a subscription made, one ended, a block) are the ones the
+    /// reconnected device hears by: the node heard each change on the user's channel and kept nothing. One change per
+    /// absence, so that each is the only thing that could tell the node.
+    @Test func aReconnectHearsByTheRelationshipsAsTheyAreNow() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: Self.config)
+            try await app.createUsers(["alice", "bob", "carol", "dave"])
+            expectOK(try await app.subscribe("alice", ["bob", "dave"]))
+            let port = try #require(api.client.port)
+            /// Connects alice, runs `body`, and waits until the node let her go again.
+            func visit(_ body: @escaping @Sendable (TestDevice) async throws -> Void) async throws {
+                try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { device, _ in try await body(device) }
+                try await waitUntilNoLocalUser(api)
+            }
+            try await visit { device in
+                expectOK(try await app.setStatus("bob", "one"))
+                #expect(try await device.nextStatus(of: "bob")["customStatus"] == "one")
+            }
+            expectOK(try await app.subscribe("alice", ["carol"]))
+            try await visit { device in
+                expectOK(try await app.setStatus("carol", "two"))
+                #expect(try await device.nextStatus(of: "carol")["customStatus"] == "two")
+            }
+            expectOK(try await app.unsubscribe("alice", ["bob"]))
+            try await visit { device in
+                expectOK(try await app.setStatus("bob", "three"))
+                expectOK(try await app.setStatus("carol", "four"))
+                // Once carol's later change is in, bob's (made before it) would have been too.
+                #expect(try await device.nextStatus(of: "carol")["customStatus"] == "four")
+                #expect(try await device.statusEvents(of: "bob", settle: .zero).isEmpty)
+            }
+            expectOK(try await retryingUnavailable { try await app.call(.put, "/users/dave/blocks", ["userIds": ["alice"]]) })
+            try await visit { device in
+                expectOK(try await app.setStatus("dave", "five"))
+                expectOK(try await app.setStatus("carol", "six"))
+                #expect(try await device.nextStatus(of: "carol")["customStatus"] == "six")
+                #expect(try await device.statusEvents(of: "dave", settle: .zero).allSatisfy { $0["customStatus"] == .null })
+            }
+        }
+    }
+
+    /// SPEC §10.6, §10.7: a connect past `connectRateLimit` on the fast path is refused by the connect script's check
+    /// alone: nothing of the user is stored, and the refusal is not counted against later connects.
+    @Test func aReconnectPastTheLimitIsRefusedAndStoresNothing() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: ["plan": "premium", "connectRateLimit": ["calls": 2, "windowSeconds": 60]])
+            try await app.createUsers(["alice"])
+            let port = try #require(api.client.port)
+            try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { _, _ in
+                try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "tablet")) { _, _ in
+                    let before = try await app.backendStatus("alice")
+                    let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "probe"))
+                    try await withThrowingDiscardingTaskGroup { group in
+                        group.addTask { try await redis.run() }
+                        let log = RedisKeys(appId: app.appId).user("alice").connectRateLimit
+                        let logged = try await redis.send("ZCARD", log).int
+                        let token = try await app.token(for: "alice")
+                        let refused = try await RawHTTP.get(
+                            port: port,
+                            path: "/v1/connect?deviceId=laptop&platform=web",
+                            headers: [
+                                "Authorization": "Bearer \(token)", "Upgrade": "websocket", "Connection": "Upgrade",
+                                "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version": "13",
+                            ]
+                        )
+                        #expect(refused.status == 429 && refused.body["error"]["code"] == "RATE_LIMITED", "\(refused)")
+                        #expect(try await redis.send("ZCARD", log).int == logged)
+                        group.cancelAll()
+                    }
+                    let after = try await app.backendStatus("alice")
+                    #expect(after["version"] == before["version"])
+                    #expect(Set(after["onlineDevices"].array.compactMap { $0["deviceId"].string }) == ["phone", "tablet"])
+                }
+            }
+        }
+    }
+}
