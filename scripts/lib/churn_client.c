@@ -281,7 +281,7 @@ int main(int argc, char **argv) {
             if (elapsed >= seconds) {
                 churning = 0;
                 churn_end = now;
-                printf("[c] draining\n");
+                printf("[c] draining %d devices\n", nopen);
                 fflush(stdout);
             } else {
                 long long due = (long long)(elapsed * rate);

@@ -110,12 +110,20 @@ public final class RedisShardSubscriber: Sendable, Service {
     /// channel confirmed now stays so until something drops it (``update(_:isWanted:)`` or ``prune(keepIf:)`` saying it
     /// is not wanted) or its connection is lost, which the handler hears about (`.subscribed` once it is back).
     public func hears(_ channels: [String]) async -> Bool {
+        await heard(among: channels).count == Set(channels).count
+    }
+
+    /// Which of `channels` Redis confirmed on the current connections, as ``hears(_:)`` asks it, in one visit to the
+    /// subscriber's event loop.
+    public func heard(among channels: [String]) async -> Set<String> {
         (try? await self.eventLoop.submit {
-            channels.allSatisfy { channel in
-                guard let home = self.routes.value.homes[channel], let link = self.routes.value.links[home] else { return false }
-                return link.isConfirmed(channel)
-            }
-        }.get()) ?? false
+            Set(
+                channels.filter { channel in
+                    guard let home = self.routes.value.homes[channel], let link = self.routes.value.links[home] else { return false }
+                    return link.isConfirmed(channel)
+                }
+            )
+        }.get()) ?? []
     }
 
     /// Drops every channel for which `keepIf` (asked on the subscriber's event loop) says no.

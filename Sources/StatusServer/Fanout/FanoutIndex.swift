@@ -133,6 +133,11 @@ final class FanoutIndex: Sendable {
         }
     }
 
+    /// Whether the user's relationships were read since their first session here joined (or given back).
+    func knowsRelations(of key: AppUser) -> Bool {
+        state.withLock { ($0.users[key]?.relationsSequence ?? 0) > 0 }
+    }
+
     /// Drops the kept relationships of `users`: something changed them, or their channel is no longer heard.
     func forgetDeparted(_ users: some Sequence<AppUser>) {
         state.withLock { $0.departed.forget(users) }

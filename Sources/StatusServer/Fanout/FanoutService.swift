@@ -141,17 +141,31 @@ final class FanoutService: Service, Sendable {
     func join(_ session: DeviceSession) async -> Joining {
         let key = AppUser(appId: session.appId, userId: session.userId)
         let first = index.add(session)
-        let heard = await shards.hears([BusChannels.user(session.appId, session.userId)])
-        var restored = false
+        let own = BusChannels.user(session.appId, session.userId)
         if first {
             // Heard now means heard all along: a dropped channel takes what was kept of its user with it.
+            let heard = await shards.hears([own])
+            var restored = false
             if heard { restored = index.restoreDeparted(key) } else { index.forgetDeparted([key]) }
+            var joining = Joining(load: restored ? nil : index.beginRelationsLoad(), heard: heard, restored: restored)
+            if restored {
+                // Asked only now: until the relationships were given back, nobody here may have watched those channels,
+                // and a housekeeping pass could have dropped one after an earlier look.
+                let others = index.interest(of: key).subtracting([key]).map { BusChannels.user($0.appId, $0.userId) }
+                joining.settled = others.isEmpty ? true : await shards.hears(others)
+            }
+            return joining
         }
-        var joining = Joining(load: first && !restored ? index.beginRelationsLoad() : nil, heard: heard, restored: restored)
-        if heard && joining.load == nil {
-            let others = index.interest(of: key).subtracting([key])
-            joining.settled = await shards.hears(others.map { BusChannels.user($0.appId, $0.userId) })
-        }
+        // Another session of the user is here: the node knows the relationships, and their channels are watched, so
+        // none is dropped meanwhile; one visit to the subscriber asks about them all.
+        let related = index.interest(of: key).subtracting([key]).map { BusChannels.user($0.appId, $0.userId) }
+        let confirmed = await shards.heard(among: [own] + related)
+        var joining = Joining(load: nil, heard: confirmed.contains(own))
+        // The relationships as they stand now (read already: the first session's load may still be running), and one
+        // that began since the visit names a channel it did not confirm.
+        joining.settled =
+            joining.heard && index.knowsRelations(of: key)
+            && index.interest(of: key).subtracting([key]).allSatisfy { confirmed.contains(BusChannels.user($0.appId, $0.userId)) }
         return joining
     }
 
