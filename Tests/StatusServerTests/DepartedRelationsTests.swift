@@ -23,10 +23,7 @@ import Testing
         )
     }
 
-    private func change(_ userId: String, version: Int64) -> StatusChange {
-        let status = UserStatus(userId: userId, statusType: .online, customStatus: nil, lastActiveAt: nil, version: version, onlineDevices: [])
-        return StatusChange(appId: "app", change: StatusRepository.Change.status.rawValue, role: nil, status: status)
-    }
+    private func change(_ userId: String, version: Int64) -> StatusChange { .online(userId, version: version) }
 
     private func entry(_ sequence: UInt64, subscriptions: Set<String> = ["bob"]) -> DepartedRelations.Entry {
         .init(relations: Relations(subscriptions: subscriptions, friends: [], blocked: []), pinnedMasks: [], sequence: sequence)

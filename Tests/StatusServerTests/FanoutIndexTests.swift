@@ -22,10 +22,7 @@ import Testing
         )
     }
 
-    private func change(_ userId: String, version: Int64) -> StatusChange {
-        let status = UserStatus(userId: userId, statusType: .online, customStatus: nil, lastActiveAt: nil, version: version, onlineDevices: [])
-        return StatusChange(appId: "app", change: StatusRepository.Change.status.rawValue, role: nil, status: status)
-    }
+    private func change(_ userId: String, version: Int64) -> StatusChange { .online(userId, version: version) }
 
     @Test func anAppHasSessionsUntilItsLastOneLeaves() {
         let index = FanoutIndex()

@@ -48,10 +48,8 @@ elseif redis.call('EXISTS', KEYS[2]) == 0 then
 end
 local device = cjson.decode(ARGV[2])
 if rules.connectCalls then
-    local retry = rate_limit(KEYS[5], now, tonumber(rules.connectCalls), tonumber(rules.connectWindowMs))
-    if retry > 0 then
-        return redis.error_reply('CONNECT_RATE_LIMITED ' .. retry)
-    end
+    -- Counted now that the token is checked; the check above admitted it in this same step.
+    rate_limit(KEYS[5], now, tonumber(rules.connectCalls), tonumber(rules.connectWindowMs))
 end
 device.hb = now
 device.ct = now
