@@ -22,13 +22,8 @@ if call_deadline_ms > 0 and now_ms() > call_deadline_ms then
     return redis.error_reply('STATUSD_LATE the call reached redis after its deadline; nothing was changed')
 end
 
--- SPEC §5: at most `calls` accepted calls in any window of `window_ms`; a rejected call is not counted.
--- Returns 0 when accepted (and records the call), else the milliseconds until the oldest accepted call leaves the window;
--- then the number of calls in the window, this one included when accepted.
--- The numbers go to Redis as integers formatted here: a Lua number passed to redis.call, or joined to a string, is
--- formatted as a float, which costs more than the command that receives it.
--- A sliding-window check that writes nothing: the milliseconds until the oldest entry of `key` leaves the window when
--- `calls` entries are in it, else 0.
+-- SPEC §10.6: a sliding-window check that writes nothing: the milliseconds until the oldest entry of `key` leaves the
+-- window when `calls` entries are in it, else 0.
 local function rate_refusal(key, now, calls, window_ms)
     local since = '(' .. string.format('%d', now - window_ms)
     if redis.call('ZCOUNT', key, since, '+inf') < calls then
@@ -40,6 +35,11 @@ local function rate_refusal(key, now, calls, window_ms)
     return retry
 end
 
+-- SPEC §5: at most `calls` accepted calls in any window of `window_ms`; a rejected call is not counted.
+-- Returns 0 when accepted (and records the call), else the milliseconds until the oldest accepted call leaves the window;
+-- then the number of calls in the window, this one included when accepted.
+-- The numbers go to Redis as integers formatted here: a Lua number passed to redis.call, or joined to a string, is
+-- formatted as a float, which costs more than the command that receives it.
 local function rate_limit(key, now, calls, window_ms)
     redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window_ms))
     local count = redis.call('ZCARD', key)
