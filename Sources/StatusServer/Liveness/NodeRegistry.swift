@@ -10,9 +10,14 @@ final class NodeRegistry: Sendable {
     let leaseSeconds: Int
     /// Whether this node renewed its lease before (its first renewal finds none, and that is no loss).
     private let renewedOnce = Atomic<Bool>(false)
-    /// Additions to and removals from the device list, written with a group commit: every connect and every
-    /// departure touches the list, and under churn one `SADD`/`SREM` per batch replaces one per device.
-    private let listChanges: GroupCommit<NodeStore.ListChange>
+    /// Additions to the device list, written with a group commit: every connect touches the list, and under churn one
+    /// `SADD` per batch replaces one per device. A connect waits for its addition (it must land before the device is
+    /// online), so an addition that leads a batch never lingers.
+    private let listAdditions: GroupCommit<NodeStore.ListChange>
+    /// Removals from the device list, a group commit of their own that lingers longer (``GroupCommitLinger/removals``):
+    /// a removal comes after the departure is filed, and nobody waits on it but the session's own clean-up, while an
+    /// addition joining a lingering batch would hold up its connect's welcome.
+    private let listRemovals: GroupCommit<NodeStore.ListChange>
 
     /// The node's wall time, written as its renewals' time and compared with other nodes'.
     let clock: any NodeClock
@@ -22,13 +27,12 @@ final class NodeRegistry: Sendable {
         self.store = store
         self.nodeId = nodeId
         self.leaseSeconds = leaseSeconds
-        self.listChanges = GroupCommit(maxBatch: 256, linger: .churn) { key, changes in
-            try await store.write(changes, to: key)
-        }
+        self.listAdditions = GroupCommit(maxBatch: 256) { key, changes in try await store.write(changes, to: key) }
+        self.listRemovals = GroupCommit(maxBatch: 256, linger: .removals) { key, changes in try await store.write(changes, to: key) }
     }
 
     /// List changes written so far in batches (one round trip each).
-    var listBatchesWritten: Int { listChanges.batchesWritten }
+    var listBatchesWritten: Int { listAdditions.batchesWritten + listRemovals.batchesWritten }
 
     /// The shortest lease a node may be configured with (`--lease-seconds` is at least 2).
     static let shortestLeaseMs: Int64 = 2000
@@ -39,7 +43,7 @@ final class NodeRegistry: Sendable {
     /// Records that a device session lives on this node.
     func add(_ session: DeviceSession) async throws {
         // The connect waits for it: a leading addition writes at once, without lingering for company.
-        try await listChanges.commit(
+        try await listAdditions.commit(
             NodeStore.ListChange(added: true, member: Self.member(session)),
             group: NodeStore.devices(nodeId),
             mayLinger: false
@@ -54,7 +58,7 @@ final class NodeRegistry: Sendable {
     /// Forgets a device of this node whose departure is filed.
     func remove(appId: String, userId: String, deviceId: String, connection: String) async throws {
         let member = NodeStore.member(appId, userId, deviceId, connection)
-        try await listChanges.commit(NodeStore.ListChange(added: false, member: member), group: NodeStore.devices(nodeId))
+        try await listRemovals.commit(NodeStore.ListChange(added: false, member: member), group: NodeStore.devices(nodeId))
     }
 
     /// What a renewal found.

@@ -12,11 +12,17 @@ struct GroupCommitLinger: Sendable, Equatable {
     /// No lingering at all: every leader writes at once.
     static let none = GroupCommitLinger(linger: .zero, busyWindow: .zero)
 
-    /// The writes of connects and departures (the online index, the node's device list): a leader waits 1 ms when the
+    /// The writes of connects and departures to the app's online index: a leader waits 1 ms when the
     /// last batch ended at most 2 ms ago, which only a node doing hundreds of them a second sees. Only a departure's
     /// write lingers (``GroupCommit/commit(_:group:mayLinger:)``): nobody waits on it, where a connect's welcome
     /// follows its writes. A connect arriving while a departure lingers joins that batch.
     static let churn = GroupCommitLinger(linger: .milliseconds(1), busyWindow: .milliseconds(2))
+
+    /// The removals from the node's device list, which nobody waits on (a removal follows a departure already filed,
+    /// and until it is written the session stays indexed, so the node's reconciliation never files it again): a
+    /// leader waits 20 ms when the last batch ended at most 250 ms ago, so that a node with a few departures a second
+    /// or more writes them a handful at a time.
+    static let removals = GroupCommitLinger(linger: .milliseconds(20), busyWindow: .milliseconds(250))
 
     /// Whether a leader lingers, given how long ago the last batch ended (nil: none ended yet).
     func lingers(sinceLastWrite: Duration?) -> Bool {
