@@ -8,7 +8,7 @@
  *   1. connects the NDEV devices, at most 200 upgrades in flight (a 503 is tried again 100 ms later);
  *   2. prints "[c] churn", then for SECONDS drops RATE random open devices a second: a close frame (1000), the
  *      server's close or EOF, and a reconnect at once; a reconnect's time runs from its start to its welcome frame;
- *   3. prints "[c] draining", waits up to 5 s for the reconnects in flight, writes JSONFILE in the shape of
+ *   3. prints "[c] draining", waits 1 s, and up to 5 s for the reconnects in flight, writes JSONFILE in the shape of
  *      statusload's summary: {"churn": {"connectsPerSecond", "failures", "connectTimeMs": {"p50", "p99"}}}.
  */
 #define _GNU_SOURCE
@@ -291,7 +291,8 @@ int main(int argc, char **argv) {
                 }
             }
         }
-        if (churn_end && (inflight == 0 || now - churn_end > 5000000000LL)) break;
+        /* a second at least after the draining line, so that whoever times the churn sees it */
+        if (churn_end && now - churn_end > 1000000000LL && (inflight == 0 || now - churn_end > 5000000000LL)) break;
         int n = epoll_wait(ep, events, 256, 10);
         for (int k = 0; k < n; k++) {
             uint32_t i = events[k].data.u32;
