@@ -148,9 +148,6 @@ final class FanoutIndex: Sendable {
         state.withLock { $0.departed.holds(user) }
     }
 
-    /// How many departed users' relationships are kept.
-    var departedCount: Int { state.withLock { $0.departed.count } }
-
     /// The bus feed had a gap: no relationships read before now are kept or restored.
     func invalidateDeparted() {
         state.withLock { state in state.departed.invalidate(through: state.loadSequence) }

@@ -151,22 +151,24 @@ final class FanoutService: Service, Sendable {
             if restored {
                 // Asked only now: until the relationships were given back, nobody here may have watched those channels,
                 // and a housekeeping pass could have dropped one after an earlier look.
-                let others = index.interest(of: key).subtracting([key]).map { BusChannels.user($0.appId, $0.userId) }
+                let others = relatedChannels(of: key)
                 joining.settled = others.isEmpty ? true : await shards.hears(others)
             }
             return joining
         }
         // Another session of the user is here: the node knows the relationships, and their channels are watched, so
         // none is dropped meanwhile; one visit to the subscriber asks about them all.
-        let related = index.interest(of: key).subtracting([key]).map { BusChannels.user($0.appId, $0.userId) }
-        let confirmed = await shards.heard(among: [own] + related)
+        let confirmed = await shards.heard(among: [own] + relatedChannels(of: key))
         var joining = Joining(load: nil, heard: confirmed.contains(own))
         // The relationships as they stand now (read already: the first session's load may still be running), and one
         // that began since the visit names a channel it did not confirm.
-        joining.settled =
-            joining.heard && index.knowsRelations(of: key)
-            && index.interest(of: key).subtracting([key]).allSatisfy { confirmed.contains(BusChannels.user($0.appId, $0.userId)) }
+        joining.settled = joining.heard && index.knowsRelations(of: key) && relatedChannels(of: key).allSatisfy(confirmed.contains)
         return joining
+    }
+
+    /// The user channels of everyone `key` relates to, as the index holds the relationships now.
+    private func relatedChannels(of key: AppUser) -> [String] {
+        index.interest(of: key).subtracting([key]).map { BusChannels.user($0.appId, $0.userId) }
     }
 
     /// The second half of a session's registration, once its connect is admitted: listens to what the session may hear

@@ -27,8 +27,9 @@ final class NodeRegistry: Sendable {
         self.store = store
         self.nodeId = nodeId
         self.leaseSeconds = leaseSeconds
-        self.listAdditions = GroupCommit(maxBatch: 256) { key, changes in try await store.write(changes, to: key) }
-        self.listRemovals = GroupCommit(maxBatch: 256, linger: .removals) { key, changes in try await store.write(changes, to: key) }
+        let write: GroupCommit<NodeStore.ListChange>.Write = { key, changes in try await store.write(changes, to: key) }
+        self.listAdditions = GroupCommit(maxBatch: 256, write: write)
+        self.listRemovals = GroupCommit(maxBatch: 256, linger: .removals, write: write)
     }
 
     /// List changes written so far in batches (one round trip each).
