@@ -16,7 +16,11 @@ import Testing
     @Test func aNodeWithAShorterLeaseIsDeadOnceItsOwnLeaseRunsOut() async throws {
         var logger = Logger(label: "dead-node-test")
         logger.logLevel = .warning
-        let redis = RedisClient(configuration: try TestRedis.configuration, logger: logger)
+        // A Redis of its own: the nodes of other tests running meanwhile clean up after any dead node in the shared
+        // one, and may forget the short node before the survivor here is asked.
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        let redis = RedisClient(configuration: server.configuration, logger: logger)
         let suffix = UUID().uuidString.prefix(8).lowercased()
         let survivorClock = ManualNodeClock()
         let survivor = registry(redis, "survivor-\(suffix)", leaseSeconds: 15, clock: survivorClock)
