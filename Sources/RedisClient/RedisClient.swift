@@ -111,14 +111,18 @@ public final class RedisClient: Sendable, Service {
     /// this one, and this one is sent once more as `EVAL` with the source, which runs wherever it lands: a master added
     /// to a cluster after the node last read its topology (a reshard under way) has no script yet, and is not among
     /// the masters it was loaded on.
-    public func evalScript(_ script: RedisScript, keys: [String], arguments: [String]) async throws -> RedisValue {
+    ///
+    /// `acrossSlots`: the keys may be of several hash slots, which only a single server runs in one script; on a cluster
+    /// the call throws `.protocolError` without sending anything. Otherwise a debug build stops at keys of several slots
+    /// (``RedisCommandRoute/assertOneSlot(_:)``), on a single server too.
+    public func evalScript(_ script: RedisScript, keys: [String], arguments: [String], acrossSlots: Bool = false) async throws -> RedisValue {
         let command = ["EVALSHA", script.sha1, String(keys.count)] + keys + arguments
         do {
-            return try await self.send(command)
+            return try Self.serverErrorThrown(await self.sendReturningErrors(command, acrossSlots: acrossSlots))
         } catch let error as RedisClientError where error.kind == .server && error.message.hasPrefix("NOSCRIPT") {
             self.logger.info("Redis script not loaded, loading it", metadata: ["script": "\(script.name)"])
             try? await self.loadScripts([script])
-            return try await self.send(Self.withSource([command], of: [script])[0])
+            return try Self.serverErrorThrown(await self.sendReturningErrors(Self.withSource([command], of: [script])[0], acrossSlots: acrossSlots))
         }
     }
 
@@ -136,7 +140,7 @@ public final class RedisClient: Sendable, Service {
 
     /// EVALSHA followed by more commands, all written in one flush on one connection (one round trip): the script's
     /// reply comes first, then one reply per command; error replies come back as `.error` values. On NOSCRIPT the
-    /// script is loaded and the whole pipeline sent once more, the script as `EVAL` (as ``evalScript(_:keys:arguments:)``
+    /// script is loaded and the whole pipeline sent once more, the script as `EVAL` (as ``evalScript(_:keys:arguments:acrossSlots:)``
     /// does; the commands after it must be safe to repeat: reads).
     public func pipeline(script: RedisScript, keys: [String], arguments: [String], then commands: [[String]]) async throws -> [RedisValue] {
         let all = [["EVALSHA", script.sha1, String(keys.count)] + keys + arguments] + commands
@@ -149,7 +153,7 @@ public final class RedisClient: Sendable, Service {
 
     /// A pipeline holding `EVALSHA`s of `scripts`: when Redis lost a script (`NOSCRIPT` in any reply, as after a
     /// restart), the scripts are loaded and the whole pipeline sent once more with the scripts as `EVAL` (as
-    /// ``evalScript(_:keys:arguments:)`` does), so every command in it must be safe to repeat.
+    /// ``evalScript(_:keys:arguments:acrossSlots:)`` does), so every command in it must be safe to repeat.
     public func pipelineLoadingScripts(_ commands: [[String]], scripts: [RedisScript]) async throws -> [RedisValue] {
         let replies = try await self.pipeline(commands)
         guard replies.contains(where: { if case .error(let message) = $0 { message.hasPrefix("NOSCRIPT") } else { false } }) else {
@@ -266,11 +270,21 @@ public final class RedisClient: Sendable, Service {
     }
 
     /// Sends one command where its route takes it, or to `endpoint` alone; error replies come back as values.
-    private func sendReturningErrors(_ arguments: [String], to endpoint: RedisConfiguration.Endpoint? = nil) async throws -> RedisValue {
+    private func sendReturningErrors(
+        _ arguments: [String],
+        to endpoint: RedisConfiguration.Endpoint? = nil,
+        acrossSlots: Bool = false
+    ) async throws -> RedisValue {
         guard !arguments.isEmpty else {
             throw RedisClientError(kind: .protocolError, message: "a command needs at least one argument")
         }
-        RedisCommandRoute.assertOneSlot(arguments)
+        if acrossSlots {
+            guard try await !self.isCluster() else {
+                throw RedisClientError(kind: .protocolError, message: "a command with keys of several hash slots needs a single server")
+            }
+        } else {
+            RedisCommandRoute.assertOneSlot(arguments)
+        }
         let bytes = Self.encode([arguments])
         if let endpoint {
             return try await self.pool(at: endpoint).send(bytes)

@@ -2,7 +2,7 @@ import Crypto
 
 /// A Lua script with its SHA1 (computed locally with swift-crypto's Insecure.SHA1, lowercase hex).
 ///
-/// Run it with ``RedisClient/evalScript(_:keys:arguments:)``, which uses `EVALSHA`; on `NOSCRIPT` it loads the script and
+/// Run it with ``RedisClient/evalScript(_:keys:arguments:acrossSlots:)``, which uses `EVALSHA`; on `NOSCRIPT` it loads the script and
 /// sends that call as `EVAL`.
 public struct RedisScript: Sendable, Hashable {
     /// A name for logs and errors.

@@ -118,6 +118,24 @@ struct RedisClientIntegrationTests {
         }
     }
 
+    /// A script whose keys span hash slots runs on a single server when the caller says so (a debug build stops at it
+    /// otherwise), and is loaded on NOSCRIPT like any other.
+    @Test func aScriptAcrossSlotsRunsOnASingleServer() async throws {
+        try await withPrivateRedisServer { server in
+            try await withTestClient(url: server.url) { client in
+                let script = RedisScript(
+                    name: "two-slots",
+                    source: "redis.call('SET', KEYS[1], ARGV[1]); redis.call('SET', KEYS[2], ARGV[1]); return 2"
+                )
+                let keys = ["{a}" + uniqueKey("across"), "{b}" + uniqueKey("across")]
+                let reply = try await client.evalScript(script, keys: keys, arguments: ["v"], acrossSlots: true)
+                #expect(reply == .integer(2))
+                let values = [try await client.send("GET", keys[0]).string, try await client.send("GET", keys[1]).string]
+                #expect(values == ["v", "v"])
+            }
+        }
+    }
+
     @Test func loadScriptsLoadsEveryScript() async throws {
         try await withPrivateRedisServer { server in
             try await withTestClient(url: server.url) { client in

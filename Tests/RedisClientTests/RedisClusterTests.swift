@@ -67,6 +67,25 @@ struct RedisClusterTests {
         }
     }
 
+    /// A script across hash slots is refused on a cluster before anything is sent: no key is written.
+    @Test func aScriptAcrossSlotsIsRefusedOnACluster() async throws {
+        try await withTestCluster { cluster in
+            try await withTestClient(url: cluster.url) { client in
+                let script = RedisScript(
+                    name: "two-slots",
+                    source: "redis.call('SET', KEYS[1], ARGV[1]); redis.call('SET', KEYS[2], ARGV[1]); return 2"
+                )
+                let keys = ["test:{a}across", "test:{b}across"]
+                let error = try await #require(throws: RedisClientError.self) {
+                    try await client.evalScript(script, keys: keys, arguments: ["v"], acrossSlots: true)
+                }
+                #expect(error.kind == .protocolError)
+                let written = [try await client.send("EXISTS", keys[0]).int, try await client.send("EXISTS", keys[1]).int]
+                #expect(written == [0, 0])
+            }
+        }
+    }
+
     @Test func aMovedSlotIsFollowedAndRemembered() async throws {
         try await withTestCluster { cluster in
             try await withTestClient(url: cluster.url) { client in

@@ -25,7 +25,7 @@ import Testing
     }
 
     /// A reconnect reads no relationships and asks no admission: the one rate-limit check is the connect's own
-    /// (`device_connect.lua`); and the relationships given back are the user's (bob is heard).
+    /// (`device_connect.lua`), which lists the device on the node too; and the relationships given back are the user's (bob is heard).
     @Test func aReconnectToTheNodeThatHearsTheUserIsOneScriptCall() async throws {
         let server = try await PrivateRedis.start()
         defer { server.stop() }
@@ -40,17 +40,43 @@ import Testing
             try await withThrowingDiscardingTaskGroup { group in
                 group.addTask { try await redis.run() }
                 let before = try await RefusalCostTests.commandCounts(redis)
+                try await Self.startLoggingCommands(redis)
                 try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { device, _ in
                     let after = try await RefusalCostTests.commandCounts(redis)
                     // The admission's check and its read of the relationships would each show here.
                     #expect(after["zcount", default: 0] - before["zcount", default: 0] == 1)
                     #expect(after["sunion", default: 0] - before["sunion", default: 0] == 0)
                     #expect(after["smembers", default: 0] - before["smembers", default: 0] == 0)
+                    // On a single server the node's device list and the app's online index are written by the connect
+                    // script itself (ConnectAlongsideTests): no command of the node's own names them.
+                    let sent = try await Self.loggedCommands(redis)
+                    let online = RedisKeys(appId: app.appId).online
+                    #expect(!sent.contains { $0.first?.uppercased() == "SADD" }, "\(sent)")
+                    #expect(!sent.contains { $0.first?.uppercased() == "EVALSHA" && $0.dropFirst(3).first == online }, "\(sent)")
+                    let connect = sent.filter { $0.first?.uppercased() == "EVALSHA" && $0.contains(online) }
+                    #expect(connect.count == 1 && connect[0].contains(RedisKeys(appId: app.appId).user("alice").status), "\(sent)")
                     expectOK(try await app.setStatus("bob", "back"))
                     #expect(try await device.nextStatus(of: "bob")["customStatus"] == "back")
                 }
                 group.cancelAll()
             }
+        }
+    }
+
+    /// Logs every command from here on (`SLOWLOG` with a threshold of 0), from an empty log.
+    static func startLoggingCommands(_ redis: RedisClient) async throws {
+        _ = try await redis.send("CONFIG", "SET", "slowlog-log-slower-than", "0", "slowlog-max-len", "100000")
+        _ = try await redis.send("SLOWLOG", "RESET")
+    }
+
+    /// The commands clients sent since ``startLoggingCommands(_:)``, oldest first, without those that scripts ran
+    /// (logged with the client address `?:0`) and without the log's own reads and resets.
+    static func loggedCommands(_ redis: RedisClient) async throws -> [[String]] {
+        let entries = try await redis.send("SLOWLOG", "GET", "-1").array ?? []
+        return entries.reversed().compactMap { entry -> [String]? in
+            guard let fields = entry.array, fields.count >= 5, fields[4].string != "?:0" else { return nil }
+            let command = (fields[3].array ?? []).map { $0.string ?? "" }
+            return ["SLOWLOG", "CONFIG", "INFO"].contains(command.first?.uppercased() ?? "") ? nil : command
         }
     }
 

@@ -67,8 +67,7 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
                 guard continueIfExpected(&head, context: context) else { return }
             }
             if head.headers.contains(name: "upgrade") {
-                let protocols = head.headers["upgrade"].flatMap { $0.split(separator: ",") }
-                if protocols.contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "websocket" }) {
+                if HeaderTokens.contains(head.headers["upgrade"], token: "websocket") {
                     context.fireChannelRead(wrapInboundOut(.head(head)))
                     context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
                     return

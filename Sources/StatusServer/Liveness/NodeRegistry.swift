@@ -41,6 +41,17 @@ final class NodeRegistry: Sendable {
     /// How often the lease is renewed: three times per lease.
     var renewalPeriod: Duration { .milliseconds(leaseSeconds * 1000 / 3) }
 
+    /// A session's entry in the node's device list.
+    struct Listing: Sendable {
+        var key: String
+        var member: String
+    }
+
+    /// The entry of `session`, for a connect that writes it in its own step (a single server, ``DeviceConnect/Alongside``).
+    func listing(of session: DeviceSession) -> Listing {
+        Listing(key: NodeStore.devices(nodeId), member: Self.member(session))
+    }
+
     /// Records that a device session lives on this node.
     func add(_ session: DeviceSession) async throws {
         // The connect waits for it: a leading addition writes at once, without lingering for company.

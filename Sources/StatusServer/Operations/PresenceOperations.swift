@@ -66,6 +66,9 @@ struct PresenceOperations: Sendable {
     /// kicks are closed with a `kicked` event, and a device already connected under that id is replaced and closed.
     /// A device connecting with a user token passes the token's `generation`: a user deleted since is `UNAUTHORIZED`.
     /// A device resuming asks for its resume point with the connect (`readingResumePoint`).
+    /// On a single server (``StatusRepository/isSingleServer()``) a WebSocket connect passes its entry of the node's
+    /// device list (`listing`), which it has not written: the connect writes it, and the app's online index, in its own
+    /// step, and is one round trip (``DeviceConnect/Alongside``).
     func connect(
         app: AppRecord,
         userId: String,
@@ -76,7 +79,8 @@ struct PresenceOperations: Sendable {
         generation: String? = nil,
         limited: Bool = true,
         state: DeviceState = .active,
-        readingResumePoint: Bool = false
+        readingResumePoint: Bool = false,
+        listing: NodeRegistry.Listing? = nil
     ) async throws -> Connected {
         let record = DeviceRecord(
             platform: platform.rawValue,
@@ -85,6 +89,9 @@ struct PresenceOperations: Sendable {
             kind: kind,
             state: state == .active ? nil : state
         )
+        let alongside = listing.map {
+            DeviceConnect.Alongside(nodeDevices: $0.key, member: $0.member, app: RedisKeys(appId: app.appId), keepMs: recorder.keepMs(app.config))
+        }
         let connected = try await statuses.connect(
             appId: app.appId,
             userId: userId,
@@ -97,7 +104,8 @@ struct PresenceOperations: Sendable {
                 connectLimit: limited ? app.config.connectRateLimit : nil
             ),
             generation: generation,
-            readingResumePoint: readingResumePoint
+            readingResumePoint: readingResumePoint,
+            alongside: alongside
         )
         let result = connected.write
         if kind == .backend {
@@ -114,7 +122,7 @@ struct PresenceOperations: Sendable {
                 )
             )
         }
-        await recorder.recordPresence(app: app, change: result.change, reply: result.reply)
+        if alongside == nil { await recorder.recordPresence(app: app, change: result.change, reply: result.reply) }
         await webhooks.enqueue(
             app: app,
             userId: userId,

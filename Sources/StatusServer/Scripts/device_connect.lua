@@ -17,12 +17,18 @@
 -- SPEC §7 resume: a device that presents a `resume` token is answered, in this same step, the resume point stored for
 -- it (written by devices_remove.lua), read together with the device it replaces: whichever of the two the departure of
 -- the token's session had reached, the node sees it, and a resume costs no round trip of its own to find its point.
--- KEYS: status, profile, devices, subs, connect rate-limit log, the device's resume point
+-- SPEC §9 (a dead node's devices are found) and SPEC §4 (listing by presence), on a single server only: the node's
+-- device list and the app's online index are written in this same step, so that a connect is one round trip. Their
+-- keys are in other hash slots than the user's, which a cluster does not allow in one script: there the node writes
+-- them in steps of their own (NodeRegistry.swift before the connect, OnlineIndexWriter.swift after it).
+-- KEYS: status, profile, devices, subs, connect rate-limit log, the device's resume point[, node's device list, online
+--       index, applied versions, recent changes, listed roles (a single server)]
 -- ARGV: deviceId, device JSON {"p": platform, "n": node, "c": connection id, "k": "ws"|"api", "s": state (absent:
 --       active, SPEC §10.4)},
 --       login rules JSON {"maxDevices": n, "kickPlatforms": [platform, ...], "connectCalls": n?, "connectWindowMs": ms?},
 --       appId, userId, user channel,
---       app slot channel (docs/bus.md), token generation ('' = no token to check), '1' to read the resume point
+--       app slot channel (docs/bus.md), token generation ('' = no token to check), '1' to read the resume point[,
+--       the node's device list member, recent changes keep ms, role indexes' prefix (with the single-server keys)]
 -- Reply: {changed (1 status | 2 devices only), replaced device JSON | '', resume point | '', kicked count k,
 --         (the public view changed: lib.lua settle_public, published with the change)
 --         k x (deviceId, device JSON, 'loginPolicy'|'tooManyDevices'), <status reply>}, or error USER_NOT_FOUND (no
@@ -129,4 +135,12 @@ for i = 1, #kicked do
 end
 local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true, devices)
 publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply, public_change)
+if KEYS[7] then
+    redis.call('SADD', KEYS[7], ARGV[10])
+    if changed == 1 then
+        local index = { KEYS[8], KEYS[9], KEYS[10], KEYS[11] }
+        index_presence(index, ARGV[12], ARGV[5], tonumber(reply[4]), reply[1] == 'online', reply[5], now)
+        trim_recent(KEYS[10], now, tonumber(ARGV[11]))
+    end
+end
 return with_header(header, reply)

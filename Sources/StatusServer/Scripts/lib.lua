@@ -363,3 +363,38 @@ local function publish_status(user_channel, app_channel, app_id, user_id, change
         redis.call('SPUBLISH', app_channel, payload)
     end
 end
+
+-- SPEC §4 listing users by presence, §10.6 `roles:` snapshots, §7 resume: one user's update of the app's online index
+-- (`keys`: online index, applied versions, recent changes, listed roles; `prefix`: the role indexes' prefix), applied
+-- only if `version` is not older than the one the index holds, and logged in the recent changes at `now` either way.
+-- Used by presence_index.lua (batches of updates) and, on a single server, by device_connect.lua (its own update, in
+-- the connect's step). Returns 1 when applied, 0 when older.
+local function index_presence(keys, prefix, user, version, online, role, now)
+    redis.call('ZADD', keys[3], now, user)
+    local stored = tonumber(redis.call('HGET', keys[2], user) or '-1')
+    if version < stored then
+        return 0
+    end
+    redis.call('HSET', keys[2], user, version)
+    local listed = redis.call('HGET', keys[4], user)
+    if listed and (not online or listed ~= role) then
+        redis.call('ZREM', prefix .. listed, user)
+        redis.call('HDEL', keys[4], user)
+    end
+    if online then
+        redis.call('ZADD', keys[1], 0, user)
+        if role ~= '' and listed ~= role then
+            redis.call('ZADD', prefix .. role, 0, user)
+            redis.call('HSET', keys[4], user, role)
+        end
+    else
+        redis.call('ZREM', keys[1], user)
+    end
+    return 1
+end
+
+-- The app's recent changes keep `keep` ms of entries (SPEC §7 resume looks back that far).
+local function trim_recent(recent_key, now, keep)
+    redis.call('ZREMRANGEBYSCORE', recent_key, '-inf', '(' .. (now - keep))
+    redis.call('PEXPIRE', recent_key, keep)
+end

@@ -11,33 +11,9 @@
 -- Reply: how many updates were applied (the others were older than what the index holds).
 local now = now_ms()
 local keep = tonumber(ARGV[1])
-local prefix = ARGV[2]
 local applied = 0
 for i = 3, #ARGV, 4 do
-    local user = ARGV[i]
-    local version = tonumber(ARGV[i + 1])
-    local role = ARGV[i + 3]
-    redis.call('ZADD', KEYS[3], now, user)
-    local stored = tonumber(redis.call('HGET', KEYS[2], user) or '-1')
-    if version >= stored then
-        redis.call('HSET', KEYS[2], user, version)
-        local listed = redis.call('HGET', KEYS[4], user)
-        if listed and (ARGV[i + 2] ~= '1' or listed ~= role) then
-            redis.call('ZREM', prefix .. listed, user)
-            redis.call('HDEL', KEYS[4], user)
-        end
-        if ARGV[i + 2] == '1' then
-            redis.call('ZADD', KEYS[1], 0, user)
-            if role ~= '' and listed ~= role then
-                redis.call('ZADD', prefix .. role, 0, user)
-                redis.call('HSET', KEYS[4], user, role)
-            end
-        else
-            redis.call('ZREM', KEYS[1], user)
-        end
-        applied = applied + 1
-    end
+    applied = applied + index_presence(KEYS, ARGV[2], ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2] == '1', ARGV[i + 3], now)
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. (now - keep))
-redis.call('PEXPIRE', KEYS[3], keep)
+trim_recent(KEYS[3], now, keep)
 return applied

@@ -46,7 +46,7 @@ final class DeviceSession: Sendable {
         clock: any NodeClock
     ) {
         self.clock = clock
-        self.connectionId = UUID().uuidString
+        self.connectionId = ConnectionId.make()
         self.appId = appId
         self.userId = userId
         self.deviceId = deviceId

@@ -38,6 +38,12 @@ struct StatusRepository: Sendable {
         var reply: StatusReply
     }
 
+    /// Whether every key is on one server, so that one script may write keys of several hash slots
+    /// (``DeviceConnect/Alongside``); false on a cluster, and while Redis cannot tell.
+    func isSingleServer() async -> Bool {
+        (try? await redis.isCluster()) == false
+    }
+
     /// Statuses of many users in one round trip; users without a profile are left out.
     func statuses(appId: String, userIds: [String]) async throws -> [String: UserStatus] {
         try await stored(appId: appId, userIds: userIds).mapValues(\.status)
@@ -347,12 +353,13 @@ struct StatusRepository: Sendable {
         record: DeviceRecord,
         rules: LoginRules,
         generation: String? = nil,
-        readingResumePoint: Bool = false
+        readingResumePoint: Bool = false,
+        alongside: DeviceConnect.Alongside? = nil
     ) async throws -> ConnectResult {
         let user = RedisKeys(appId: appId).user(userId)
         let reply = try await runner.run(
             DeviceConnect.self,
-            keys: .init(user: user, deviceId: deviceId),
+            keys: .init(user: user, deviceId: deviceId, alongside: alongside),
             arguments: .init(
                 deviceId: deviceId,
                 record: record,
@@ -360,8 +367,10 @@ struct StatusRepository: Sendable {
                 appId: appId,
                 userId: userId,
                 generation: generation,
-                readingResumePoint: readingResumePoint
-            )
+                readingResumePoint: readingResumePoint,
+                alongside: alongside
+            ),
+            acrossSlots: alongside != nil
         )
         let write = WriteResult(change: reply.change, reply: reply.status.owned(by: userId))
         return ConnectResult(write: write, replaced: reply.replaced, resumePoint: reply.resumePoint, kicked: reply.kicked)

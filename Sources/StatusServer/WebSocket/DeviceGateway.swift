@@ -279,13 +279,20 @@ final class DeviceGateway: Sendable {
             }
         }
         let connected: PresenceOperations.Connected
+        // On a single server the connect writes the node's device list in its own step; on a cluster the list is in
+        // another hash slot, written first.
+        let listing = await presence.statuses.isSingleServer() ? nodes.listing(of: session) : nil
         do {
             // The node's device list (batched with other sessions' changes) while the fan-out listens to what the
             // session hears: both before the connect, so that no event is missed and a node that dies leaves nothing
             // its reconciliation cannot find.
-            async let listed: Void = nodes.add(session)
-            await fanout.settle(session, joining: joining, relations: relations)
-            try await listed
+            if listing == nil {
+                async let listed: Void = nodes.add(session)
+                await fanout.settle(session, joining: joining, relations: relations)
+                try await listed
+            } else {
+                await fanout.settle(session, joining: joining, relations: relations)
+            }
             connected = try await presence.connect(
                 app: parameters.app,
                 userId: session.userId,
@@ -294,7 +301,8 @@ final class DeviceGateway: Sendable {
                 kind: .webSocket,
                 connection: session.connectionId,
                 generation: parameters.generation,
-                readingResumePoint: parameters.resume != nil
+                readingResumePoint: parameters.resume != nil,
+                listing: listing
             )
         } catch {
             // A refused token or connect rate limit wrote nothing; any other failure may have connected the device.

@@ -34,9 +34,8 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
             admission.value = .refused(StatusError(.methodNotAllowed, "a WebSocket upgrade is a GET"))
             return channel.eventLoop.makeFailedFuture(NIOWebSocketUpgradeError.invalidUpgradeHeader)
         }
-        let connection = upgradeRequest.headers["Connection"].flatMap { $0.split(separator: ",") }
         guard keys.count == 1, let key = keys.first, Self.isValidKey(key), upgradeRequest.headers["Sec-WebSocket-Version"] == ["13"],
-            connection.contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "upgrade" })
+            HeaderTokens.contains(upgradeRequest.headers["Connection"], token: "upgrade")
         else {
             admission.value = .refused(
                 StatusError(.invalidRequest, "a WebSocket upgrade needs Connection: Upgrade, one Sec-WebSocket-Key and version 13")

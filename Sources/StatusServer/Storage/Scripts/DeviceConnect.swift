@@ -5,17 +5,37 @@ import RedisClient
 enum DeviceConnect: StatusScript {
     static func script(in library: ScriptLibrary) -> RedisScript { library.deviceConnect }
 
-    /// KEYS: status, profile, devices, subs, connect rate-limit log, the device's resume point.
+    /// What a connect also writes on a single server, in its own step: the node's device list (SPEC §9) and the app's
+    /// online index (SPEC §4). A cluster keeps them in other hash slots than the user's, written in steps of their own
+    /// (``NodeRegistry``, ``OnlineIndexWriter``).
+    struct Alongside: Sendable {
+        /// The node's device list and the session's member of it (``NodeStore/member(_:_:_:_:)``).
+        var nodeDevices: String
+        var member: String
+        /// The app whose online index is updated, and how long its recent changes keep an entry.
+        var app: RedisKeys
+        var keepMs: Int64
+    }
+
+    /// KEYS: status, profile, devices, subs, connect rate-limit log, the device's resume point, then with ``Alongside``
+    /// the node's device list, online index, applied versions, recent changes, listed roles.
     struct Keys: ScriptInput {
         var user: UserKeys
         var deviceId: String
+        var alongside: Alongside? = nil
         var strings: [String] {
-            [user.status, user.profile, user.devices, user.subscriptions, user.connectRateLimit, user.resume(deviceId)]
+            var keys = [user.status, user.profile, user.devices, user.subscriptions, user.connectRateLimit, user.resume(deviceId)]
+            if let alongside {
+                let app = alongside.app
+                keys += [alongside.nodeDevices, app.online, app.onlineVersions, app.recentChanges, app.onlineRoles]
+            }
+            return keys
         }
     }
 
     /// ARGV: deviceId, device JSON, login rules JSON, appId, userId, the two status channels, token generation ('' =
-    /// no token to check), whether to read the resume point.
+    /// no token to check), whether to read the resume point, then with ``Alongside`` the node's device list member,
+    /// the recent changes' keep ms and the role indexes' prefix.
     struct Arguments: ScriptInput {
         var deviceId: String
         var record: DeviceRecord
@@ -24,11 +44,15 @@ enum DeviceConnect: StatusScript {
         var userId: String
         var generation: String?
         var readingResumePoint = false
+        var alongside: Alongside? = nil
 
         var strings: [String] {
             get throws {
-                [deviceId, String(decoding: record.jsonBytes, as: UTF8.self), String(decoding: rules.jsonBytes, as: UTF8.self), appId, userId]
+                var strings =
+                    [deviceId, String(decoding: record.jsonBytes, as: UTF8.self), String(decoding: rules.jsonBytes, as: UTF8.self), appId, userId]
                     + BusChannels.statusArguments(appId, userId) + [generation ?? "", readingResumePoint ? "1" : "0"]
+                if let alongside { strings += [alongside.member, String(alongside.keepMs), alongside.app.onlineRolePrefix] }
+                return strings
             }
         }
     }

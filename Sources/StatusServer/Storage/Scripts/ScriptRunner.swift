@@ -10,15 +10,22 @@ struct ScriptRunner: Sendable {
     let redis: RedisClient
     let scripts: ScriptLibrary
 
-    /// Runs `script` alone.
+    /// Runs `script` alone. `acrossSlots`: its keys are of several hash slots, which a single server only runs
+    /// (``RedisClient/evalScript(_:keys:arguments:acrossSlots:)``).
     func run<Script: StatusScript>(
         _ script: Script.Type,
         keys: Script.Keys,
-        arguments: Script.Arguments
+        arguments: Script.Arguments,
+        acrossSlots: Bool = false
     ) async throws -> Script.Reply {
         let value: RedisValue
         do {
-            value = try await redis.evalScript(Script.script(in: scripts), keys: try keys.strings, arguments: try fenced(arguments))
+            value = try await redis.evalScript(
+                Script.script(in: scripts),
+                keys: try keys.strings,
+                arguments: try fenced(arguments),
+                acrossSlots: acrossSlots
+            )
         } catch let error as RedisClientError where error.kind == .server {
             throw ScriptErrorReply.statusError(error.message) ?? error
         }
