@@ -123,10 +123,7 @@ struct RedisClientIntegrationTests {
     @Test func aScriptAcrossSlotsRunsOnASingleServer() async throws {
         try await withPrivateRedisServer { server in
             try await withTestClient(url: server.url) { client in
-                let script = RedisScript(
-                    name: "two-slots",
-                    source: "redis.call('SET', KEYS[1], ARGV[1]); redis.call('SET', KEYS[2], ARGV[1]); return 2"
-                )
+                let script = setBothKeysScript
                 let keys = ["{a}" + uniqueKey("across"), "{b}" + uniqueKey("across")]
                 let reply = try await client.evalScript(script, keys: keys, arguments: ["v"], acrossSlots: true)
                 #expect(reply == .integer(2))

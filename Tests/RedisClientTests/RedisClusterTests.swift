@@ -71,10 +71,7 @@ struct RedisClusterTests {
     @Test func aScriptAcrossSlotsIsRefusedOnACluster() async throws {
         try await withTestCluster { cluster in
             try await withTestClient(url: cluster.url) { client in
-                let script = RedisScript(
-                    name: "two-slots",
-                    source: "redis.call('SET', KEYS[1], ARGV[1]); redis.call('SET', KEYS[2], ARGV[1]); return 2"
-                )
+                let script = setBothKeysScript
                 let keys = ["test:{a}across", "test:{b}across"]
                 let error = try await #require(throws: RedisClientError.self) {
                     try await client.evalScript(script, keys: keys, arguments: ["v"], acrossSlots: true)

@@ -150,6 +150,12 @@ let testLogger: Logger = {
 
 /// A unique key prefix, so that tests running in parallel on one server never share keys. It is a hash tag, so keys
 /// made by appending to it share one slot (multi-key commands on them are valid on a cluster too).
+/// A script that sets both its keys to its argument and answers 2: given keys of two hash slots, a command across slots.
+let setBothKeysScript = RedisScript(
+    name: "two-slots",
+    source: "redis.call('SET', KEYS[1], ARGV[1]); redis.call('SET', KEYS[2], ARGV[1]); return 2"
+)
+
 func uniqueKey(_ name: String) -> String {
     "test:{\(name):\(UInt64.random(in: 0...UInt64.max))}"
 }
