@@ -25,7 +25,23 @@ public final class RedisTestCluster: @unchecked Sendable {
     }
 
     /// Starts `masters` masters sharing the slots evenly, and `replicas` replicas of the first master.
+    ///
+    /// On a loaded machine a node can drop a handshake before it completes (the node timeout is short), and
+    /// `redis-cli --cluster create` then waits for a join that never comes: a creation that does not finish within
+    /// 20 s is given up, its nodes stopped, and a new cluster on other ports is made, up to three times.
     public static func start(masters: Int = 3, replicas: Int = 0) async throws -> RedisTestCluster {
+        var attempt = 1
+        while true {
+            do {
+                return try await self.startOnce(masters: masters, replicas: replicas)
+            } catch let error as RedisTestClusterError where attempt < 3 {
+                attempt += 1
+                FileHandle.standardError.write(Data("test cluster not formed, trying again: \(error.message)\n".utf8))
+            }
+        }
+    }
+
+    private static func startOnce(masters: Int, replicas: Int) async throws -> RedisTestCluster {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("statusd-cluster-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let cluster = RedisTestCluster(directory: directory)
@@ -34,7 +50,7 @@ public final class RedisTestCluster: @unchecked Sendable {
                 try await cluster.launch(port: try await clusterPort())
             }
             let addresses = cluster.nodes.prefix(masters).map { "127.0.0.1:\($0.port)" }
-            try cluster.cli(["--cluster", "create"] + addresses + ["--cluster-replicas", "0", "--cluster-yes"])
+            try cluster.cli(["--cluster", "create"] + addresses + ["--cluster-replicas", "0", "--cluster-yes"], timeout: 20)
             let firstMaster = try cluster.nodeId(port: cluster.nodes[0].port)
             for replica in cluster.nodes.dropFirst(masters) {
                 try cluster.cli([
@@ -148,9 +164,13 @@ public final class RedisTestCluster: @unchecked Sendable {
         return text
     }
 
-    /// Runs `redis-cli` with `arguments` and returns its standard output; throws when it exits with a failure.
+    /// How long one `redis-cli` run may take before it is killed (a reshard of the tests' size takes a few seconds).
+    public static let cliTimeout: TimeInterval = 60
+
+    /// Runs `redis-cli` with `arguments` and returns its standard output; throws when it exits with a failure or is
+    /// killed after `timeout` seconds.
     @discardableResult
-    public func cli(_ arguments: [String]) throws -> String {
+    public func cli(_ arguments: [String], timeout: TimeInterval = cliTimeout) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-cli")
         process.arguments = arguments
@@ -158,11 +178,15 @@ public final class RedisTestCluster: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = output
         try process.run()
+        let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        watchdog.cancel()
         let text = String(decoding: data, as: UTF8.self)
         guard process.terminationStatus == 0 else {
-            throw RedisTestClusterError(message: "redis-cli \(arguments.joined(separator: " ")) failed: \(text)")
+            let ending = process.terminationReason == .uncaughtSignal ? "was stopped after \(Int(timeout)) s" : "failed"
+            throw RedisTestClusterError(message: "redis-cli \(arguments.joined(separator: " ")) \(ending): \(text.suffix(2000))")
         }
         return text
     }
