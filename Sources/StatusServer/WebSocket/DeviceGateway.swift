@@ -279,13 +279,13 @@ final class DeviceGateway: Sendable {
             }
         }
         let connected: PresenceOperations.Connected
-        // On a single server the connect writes the node's device list in its own step; on a cluster the list is in
-        // another hash slot, written first.
+        // The node's device list must hold the session by the time it is online, so that a node that dies leaves
+        // nothing its reconciliation cannot find. On a single server the connect writes it in its own step; on a
+        // cluster the list is in another hash slot, written first.
         let listing = await presence.statuses.isSingleServer() ? nodes.listing(of: session) : nil
         do {
-            // The node's device list (batched with other sessions' changes) while the fan-out listens to what the
-            // session hears: both before the connect, so that no event is missed and a node that dies leaves nothing
-            // its reconciliation cannot find.
+            // The fan-out listens to what the session hears before the connect, so that no event is missed; on a
+            // cluster the device list is written meanwhile (batched with other sessions' changes).
             if listing == nil {
                 async let listed: Void = nodes.add(session)
                 await fanout.settle(session, joining: joining, relations: relations)
