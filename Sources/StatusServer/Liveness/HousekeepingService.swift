@@ -53,7 +53,7 @@ struct HousekeepingService: Service {
 
     func run() async throws {
         // Graceful shutdown cancels both loops at once (mid-sleep too), then the node leaves.
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 group.addTask { await renewLease(lease) }
                 group.addTask { await doWork(lease) }

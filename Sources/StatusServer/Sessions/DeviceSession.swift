@@ -22,7 +22,10 @@ final class DeviceSession: Sendable {
     let eventLoop: any EventLoop
     /// Its app's counters on this node (events delivered, rate-limit refusals), for the admin API's stats.
     let activity: AppActivity.Counters?
-    private let handler: NIOLoopBoundBox<DeviceChannelHandler?>
+    /// Its channel handler (``HandlerSlot``): made on the event loop the first time it is needed there.
+    private let handler: NIOLoopBoundBox<HandlerSlot<DeviceChannelHandler>>
+    /// Makes the session's handler (``channelHandler``); nil for a session that never gets a socket.
+    private let makeHandler: (@Sendable (DeviceSession) -> DeviceChannelHandler)?
     private let lastActivity: Atomic<Int64>
     /// The node's clock: signs of life and the connection's rate limits are timed by it.
     let clock: any NodeClock
@@ -43,9 +46,11 @@ final class DeviceSession: Sendable {
         scope: PresenceScope,
         eventLoop: any EventLoop,
         activity: AppActivity.Counters? = nil,
-        clock: any NodeClock
+        clock: any NodeClock,
+        makeHandler: (@Sendable (DeviceSession) -> DeviceChannelHandler)? = nil
     ) {
         self.clock = clock
+        self.makeHandler = makeHandler
         self.connectionId = ConnectionId.make()
         self.appId = appId
         self.userId = userId
@@ -54,35 +59,39 @@ final class DeviceSession: Sendable {
         self.scope = scope
         self.eventLoop = eventLoop
         self.activity = activity
-        self.handler = NIOLoopBoundBox.makeEmptyBox(valueType: DeviceChannelHandler.self, eventLoop: eventLoop)
+        self.handler = NIOLoopBoundBox.makeBoxSendingValue(HandlerSlot<DeviceChannelHandler>.notMade, eventLoop: eventLoop)
         self.lastActivity = Atomic(clock.monotonicMs)
     }
 
-    /// The session's handler, once created; on the session's event loop only.
+    /// The session's handler, made on first use; nil once it is gone (or for a session without a socket). On the
+    /// session's event loop only.
     var channelHandler: DeviceChannelHandler? {
-        get { handler.value }
-        set { handler.value = newValue }
+        handler.value.handler { makeHandler?(self) }
+    }
+
+    /// Lets go of the handler (it and the session hold each other until then): after its channel closed, or when the
+    /// connect was given up before the handler got a channel. On the session's event loop only.
+    func releaseHandler() {
+        handler.value.release()
     }
 
     /// Queues an event without flushing; returns the handler if it wrote, so the caller flushes it once per batch.
     /// On the session's event loop only.
     func deliver(_ event: StatusEvent) -> DeviceChannelHandler? {
-        guard let handler = handler.value, handler.deliver(event) else { return nil }
+        guard let handler = channelHandler, handler.deliver(event) else { return nil }
         activity?.eventsDelivered.add(1, ordering: .relaxed)
         return handler
     }
 
     /// Ends the session (the first reason wins); the socket closes within the close grace period.
     func end(_ reason: Ending) {
-        let handler = self.handler
-        eventLoop.execute { handler.value?.end(reason, farewell: []) }
+        eventLoop.execute { self.channelHandler?.end(reason, farewell: []) }
     }
 
     /// Sends `{"event": "kicked", "reason": ...}`, then closes; the device is already removed in Redis.
     func kick(reason: String) {
-        let handler = self.handler
         let frame = WebSocketWire.text(DeviceFrames.kicked(reason))
-        eventLoop.execute { handler.value?.end(.removed, farewell: [frame]) }
+        eventLoop.execute { self.channelHandler?.end(.removed, farewell: [frame]) }
     }
 
     /// Records a sign of life (any inbound bytes).

@@ -70,7 +70,7 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
         closeDeadline = nil
         perform(machine.channelClosed())
         context = nil
-        session?.channelHandler = nil
+        session?.releaseHandler()
         session = nil
     }
 

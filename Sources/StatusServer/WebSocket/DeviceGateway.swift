@@ -253,12 +253,9 @@ final class DeviceGateway: Sendable {
             scope: parameters.scope,
             eventLoop: channel.eventLoop,
             activity: activity.counters(for: parameters.app.appId),
-            clock: clock
+            clock: clock,
+            makeHandler: { [self] in DeviceChannelHandler(session: $0, gateway: self, limits: self.limits) }
         )
-        let gateway = self
-        try await channel.eventLoop.submit {
-            session.channelHandler = DeviceChannelHandler(session: session, gateway: gateway, limits: gateway.limits)
-        }.get()
         let joining = await fanout.join(session)
         recordGauges()
         var relations: Relations? = nil
@@ -358,7 +355,7 @@ final class DeviceGateway: Sendable {
     /// when the session never joined the node's device list (refused by its admission).
     private func abandon(_ session: DeviceSession, app: AppRecord, connected: Bool, listed: Bool = true) async {
         // The handler never gets the channel: drop it (it and the session hold each other until then).
-        session.eventLoop.execute { session.channelHandler = nil }
+        session.eventLoop.execute { session.releaseHandler() }
         fanout.unregister(session)
         recordGauges()
         do {
