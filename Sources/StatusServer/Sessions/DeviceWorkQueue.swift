@@ -1,49 +1,85 @@
+import NIOCore
 import ServiceLifecycle
+import Synchronization
 
 /// The Redis work of device sessions, run by a service: requests from device sockets, departures, relationship loads;
 /// a second one, running fewer at a time, takes the admissions (token check and connect, ``DeviceGateway/connects``).
 ///
-/// Sessions themselves hold no task; what they need done asynchronously is queued here and run as child tasks of this
-/// service, at most ``concurrency`` at a time, from a queue bounded at ``capacity`` jobs. A job refused because the
-/// queue is full is the caller's to answer: an upgrade is refused with 503, a request answered `UNAVAILABLE`, a
-/// departure left to the node's own reconciliation (HousekeepingService), which files it within one lease period.
+/// Sessions themselves hold no task; what they need done asynchronously is queued here, at most ``capacity`` jobs, and
+/// run by ``concurrency`` worker tasks, children of this service, each taking the next job when it is done with one. A
+/// job refused because the queue is full is the caller's to answer: an upgrade is refused with 503, a request answered
+/// `UNAVAILABLE`, a departure left to the node's own reconciliation (HousekeepingService), which files it within one
+/// lease period.
+///
+/// Workers that live as long as the service, rather than a child task per job: a new task costs its own allocation,
+/// and the first time a job's calls go deeper than the task's first slab (a connect or a departure does, through the
+/// repositories down to the Redis client), a further slab from `malloc`, of a kilobyte or more, freed with the task. A
+/// worker keeps its slabs from one job to the next.
 final class DeviceWorkQueue: Service, Sendable {
     typealias Job = @Sendable () async -> Void
 
     let capacity: Int
     let concurrency: Int
-    private let jobs: AsyncStream<Job>
-    private let continuation: AsyncStream<Job>.Continuation
+    private let state: Mutex<WorkQueueState<Job, CheckedContinuation<Job?, Never>>>
 
     init(capacity: Int = 65_536, concurrency: Int = 256) {
         self.capacity = capacity
         self.concurrency = concurrency
-        (jobs, continuation) = AsyncStream.makeStream(of: Job.self, bufferingPolicy: .bufferingOldest(capacity))
+        self.state = Mutex(WorkQueueState(capacity: capacity))
     }
 
     /// Queues a job; false when the queue is full (or the node is stopping) and the job will not run.
     @discardableResult
     func submit(_ job: @escaping Job) -> Bool {
-        if case .enqueued = continuation.yield(job) { return true }
-        return false
+        switch state.withLock({ $0.submit(job) }) {
+        case .handOver(let worker):
+            worker.resume(returning: job)
+            return true
+        case .queued:
+            return true
+        case .refused:
+            return false
+        }
     }
 
-    /// Runs jobs until graceful shutdown; jobs queued before it still run.
+    /// Runs jobs until graceful shutdown (or cancellation); jobs queued before it still run.
     func run() async {
-        await withGracefulShutdownHandler {
-            await withTaskGroup(of: Void.self) { group in
-                var running = 0
-                for await job in jobs {
-                    if running >= concurrency {
-                        await group.next()
-                        running -= 1
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await withDiscardingTaskGroup { group in
+                    for _ in 0..<concurrency {
+                        group.addTask { await self.work() }
                     }
-                    group.addTask { await job() }
-                    running += 1
                 }
+            } onGracefulShutdown: {
+                self.finish()
             }
-        } onGracefulShutdown: {
-            self.continuation.finish()
+        } onCancel: {
+            self.finish()
         }
+    }
+
+    /// One worker: runs jobs until the queue is finished and empty.
+    private func work() async {
+        while let job = await next() {
+            await job()
+        }
+    }
+
+    /// The next job, waiting for one while the queue is empty; nil once it is finished and empty.
+    private func next() async -> Job? {
+        await withCheckedContinuation { worker in
+            switch state.withLock({ $0.next(worker) }) {
+            case .run(let job): worker.resume(returning: job)
+            case .stop: worker.resume(returning: nil)
+            case .wait: break
+            }
+        }
+    }
+
+    /// No job is taken any more; the workers run what is queued, then end.
+    private func finish() {
+        let idle = state.withLock { $0.finish() }
+        for worker in idle { worker.resume(returning: nil) }
     }
 }
