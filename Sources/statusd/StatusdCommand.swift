@@ -122,7 +122,8 @@ struct StatusdCommand: AsyncParsableCommand {
             // A stop takes the drain and a bound, no longer, however busy the machine (NodeDrain.stopBound).
             groupConfiguration.maximumGracefulShutdownDuration = configuration.drain.stopBound
             let group = ServiceGroup(configuration: groupConfiguration)
-            try await group.run()
+            // The node's own tasks run on the event loop that resumes them, not on the global pool.
+            try await withNodeTaskExecutor { try await group.run() }
         } catch {
             await embedded?.stop(logger: logger)
             throw error

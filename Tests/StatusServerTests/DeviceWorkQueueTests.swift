@@ -1,3 +1,5 @@
+import NIOCore
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -51,5 +53,36 @@ import Testing
         }
         #expect(tally.done.load(ordering: .relaxed) == 3)
         #expect(!queue.submit { await tally.job() })
+    }
+
+    /// With the node's loop-affine executor, a job handed to a free worker runs on the event loop that submitted it
+    /// (a socket's): its Redis commands and their replies then stay on that thread.
+    @Test func aJobRunsOnTheLoopThatSubmittedIt() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let loops = Array(group.makeIterator())
+        let queue = DeviceWorkQueue(capacity: 100, concurrency: 4, executor: LoopAffineTaskExecutor(loops: loops))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { await queue.run() }
+            // Once the workers wait for jobs (a job run shows they started), each job goes to one of them at once.
+            let started = loops[0].makePromise(of: Void.self)
+            #expect(queue.submit { started.succeed() })
+            try await started.futureResult.get()
+            for round in 0..<20 {
+                let loop = loops[round % loops.count]
+                let ran = loop.makePromise(of: [Bool].self)
+                let submitted = try await loop.submit {
+                    queue.submit {
+                        let before = loop.inEventLoop
+                        // Resumed by the same loop after a suspension: still there.
+                        try? await loop.scheduleTask(in: .milliseconds(1)) {}.futureResult.get()
+                        ran.succeed([before, loop.inEventLoop])
+                    }
+                }.get()
+                #expect(submitted)
+                #expect(try await ran.futureResult.get() == [true, true], "round \(round)")
+            }
+            tasks.cancelAll()
+        }
+        try await group.shutdownGracefully()
     }
 }

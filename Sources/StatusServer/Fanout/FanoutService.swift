@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import NIOPosix
 import RedisClient
 import ServiceLifecycle
 import StatusCore
@@ -50,8 +51,11 @@ final class FanoutService: Service, Sendable {
     private let lease: SharedLease
     /// Set when interest went away since the last ``dropUnwatchedChannels()``.
     private let mayHaveUnwatchedChannels = Atomic<Bool>(false)
-    /// The unwatched channels kept for one more pass.
+    /// The unwatched channels kept for one more pass (or more, while connects run late).
     private let unwatchedHold = Mutex(UnwatchedChannelHold())
+    /// Set when an upgrade waited for its turn for ``UnwatchedChannelHold/lateConnectMs`` or more since the last
+    /// ``dropUnwatchedChannels()``.
+    private let connectsRanLate = Atomic<Bool>(false)
 
     /// The fan-out of a node: `feed` makes its bus subscribers, the repositories are what it reads when a session
     /// joins, a relationship changes or the feed had a gap.
@@ -101,8 +105,11 @@ final class FanoutService: Service, Sendable {
                 try await withThrowingDiscardingTaskGroup { group in
                     group.addTask { try await self.subscriber.run() }
                     group.addTask { try await self.shards.run() }
-                    while let batch = await inbox.next() {
-                        await process(batch)
+                    // Woken by the bus connection's loop, the consumer runs there (LoopAffineTaskExecutor).
+                    await withTaskExecutorPreference(LoopAffineTaskExecutor(group: MultiThreadedEventLoopGroup.singleton)) {
+                        while let batch = await inbox.next() {
+                            await process(batch)
+                        }
                     }
                     group.cancelAll()
                 }
@@ -223,14 +230,22 @@ final class FanoutService: Service, Sendable {
         mayHaveUnwatchedChannels.store(true, ordering: .relaxed)
     }
 
-    /// Unsubscribes the channels no session here needs any more and needed none at the pass before either
-    /// (``UnwatchedChannelHold``; called by the housekeeping every third of a lease). Only interest that went away (a
-    /// session gone, relationships reloaded) can leave a channel unwatched; without either since the last pass, and
-    /// nothing held from it, the pass over every channel is skipped.
+    /// The gateway tells of an upgrade that waited `waitedMs` for its turn: one that waited long makes the next pass of
+    /// ``dropUnwatchedChannels()`` hold channels longer (``UnwatchedChannelHold``).
+    func connectWaited(ms waitedMs: Int64) {
+        if waitedMs >= UnwatchedChannelHold.lateConnectMs { connectsRanLate.store(true, ordering: .relaxed) }
+    }
+
+    /// Unsubscribes the channels no session here needs any more and needed none at the pass before either, or, while
+    /// connects run late, at the passes before up to a bound (``UnwatchedChannelHold``; called by the housekeeping
+    /// every third of a lease). Only interest that went away (a session gone, relationships reloaded) can leave a
+    /// channel unwatched; without either since the last pass, and nothing held from it, the pass over every channel is
+    /// skipped.
     func dropUnwatchedChannels() async {
         let interestWentAway = mayHaveUnwatchedChannels.exchange(false, ordering: .relaxed)
-        let held = unwatchedHold.withLock { $0.held }
-        guard interestWentAway || !held.isEmpty else { return }
+        let connectsLate = connectsRanLate.exchange(false, ordering: .relaxed)
+        let hold = unwatchedHold.withLock { $0 }
+        guard interestWentAway || hold.isHolding else { return }
         let index = self.index
         let unwatched = Mutex<Set<String>>([])
         await shards.prune { channel in
@@ -242,13 +257,13 @@ final class FanoutService: Service, Sendable {
             }
             if watched { return true }
             unwatched.withLock { _ = $0.insert(channel) }
-            if held.contains(channel) { return true }
+            if hold.keeps(channel, connectsLate: connectsLate) { return true }
             // Not heard from now on: the relationships kept of its user could miss a change.
             if case .user(let user) = BusChannels.parse(channel) { index.forgetDeparted([user]) }
             return false
         }
         let found = unwatched.withLock { $0 }
-        unwatchedHold.withLock { _ = $0.pass(unwatched: found) }
+        unwatchedHold.withLock { _ = $0.pass(unwatched: found, connectsLate: connectsLate) }
     }
 
     /// Loads a user's relationships into the index; a load that started earlier than one already applied is dropped.

@@ -55,7 +55,9 @@ struct HousekeepingService: Service {
         // Graceful shutdown cancels both loops at once (mid-sleep too), then the node leaves.
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
-                group.addTask { await renewLease(lease) }
+                // On the global pool, whatever executor the node's tasks prefer: never queued behind the event loops'
+                // work (LoopAffineTaskExecutor).
+                group.addTask(executorPreference: globalConcurrentExecutor) { await renewLease(lease) }
                 group.addTask { await doWork(lease) }
             }
         }

@@ -15,16 +15,25 @@ import Synchronization
 /// and the first time a job's calls go deeper than the task's first slab (a connect or a departure does, through the
 /// repositories down to the Redis client), a further slab from `malloc`, of a kilobyte or more, freed with the task. A
 /// worker keeps its slabs from one job to the next.
+///
+/// The node's workers prefer its loop-affine executor (``LoopAffineTaskExecutor``): a worker resumed with a job by a
+/// socket's event loop runs it on that loop, its Redis commands go out on a connection of the same loop (`RedisClient`
+/// prefers one), and their replies resume it there. So a whole connect, from the upgrade request through the script's
+/// reply to the welcome written, or a departure, runs on one thread. Jobs do no blocking work, as the HTTP handlers
+/// that run on the loops too.
 final class DeviceWorkQueue: Service, Sendable {
     typealias Job = @Sendable () async -> Void
 
     let capacity: Int
     let concurrency: Int
+    /// What the workers prefer to run on (nil: the global pool, or what the service's task prefers).
+    private let executor: (any TaskExecutor)?
     private let state: Mutex<WorkQueueState<Job, CheckedContinuation<Job?, Never>>>
 
-    init(capacity: Int = 65_536, concurrency: Int = 256) {
+    init(capacity: Int = 65_536, concurrency: Int = 256, executor: (any TaskExecutor)? = nil) {
         self.capacity = capacity
         self.concurrency = concurrency
+        self.executor = executor
         self.state = Mutex(WorkQueueState(capacity: capacity))
     }
 
@@ -48,7 +57,7 @@ final class DeviceWorkQueue: Service, Sendable {
             await withGracefulShutdownHandler {
                 await withDiscardingTaskGroup { group in
                     for _ in 0..<concurrency {
-                        group.addTask { await self.work() }
+                        group.addTask(executorPreference: executor) { await self.work() }
                     }
                 }
             } onGracefulShutdown: {

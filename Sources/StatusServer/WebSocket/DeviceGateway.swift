@@ -140,6 +140,7 @@ final class DeviceGateway: Sendable {
         let queued = connects.submit {
             let waitedMs = (ContinuousClock.now - queuedAt).inMilliseconds
             self.metrics.upgradeWait.recordMilliseconds(waitedMs)
+            self.fanout.connectWaited(ms: waitedMs)
             let turn = self.admission.withLock {
                 $0.turn(waitedMs: waitedMs, draining: self.drain.isDraining, connectionOpen: channel.isActive, nowMs: Self.uptimeMs)
             }

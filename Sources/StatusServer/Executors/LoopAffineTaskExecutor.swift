@@ -1,0 +1,54 @@
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A task executor that runs a job on the event loop of the thread that enqueues it, when that is an event loop, and
+/// on the next of `loops` in turn otherwise.
+///
+/// A task resumed by an event loop (a future or a continuation completed in a channel handler) then goes on running on
+/// that same thread, queued behind what the loop is doing, instead of waking a thread of the global concurrency pool:
+/// a wake-up is a `futex` call on each side and a cache gone cold. That is what the node's own background tasks are:
+/// Hummingbird's task per accepted connection, which waits for the connection's first request to be handed over, and
+/// the fan-out's consumer of the bus, which the bus connection's loop wakes with each batch of messages. On the global
+/// pool those two alone woke another thread two or three times per device connect and once per bus batch.
+///
+/// Jobs must not block, as on any event loop; work that must be timely (the node's lease) runs on the global pool
+/// instead (``HousekeepingService``), where a burst of work on the loops cannot hold it up.
+final class LoopAffineTaskExecutor: TaskExecutor, Sendable {
+    let loops: [any EventLoop]
+    private let nextLoop = Atomic(0)
+
+    init(loops: [any EventLoop]) {
+        precondition(!loops.isEmpty, "a loop-affine executor needs at least one loop")
+        self.loops = loops
+    }
+
+    convenience init(group: any EventLoopGroup) {
+        self.init(loops: Array(group.makeIterator()))
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let loop = self.loopForNextJob
+        loop.execute {
+            job.runSynchronously(on: self.asUnownedTaskExecutor())
+        }
+    }
+
+    /// The loop a job enqueued now runs on: the current thread's, when it is one of ``loops``.
+    var loopForNextJob: any EventLoop {
+        if let current = MultiThreadedEventLoopGroup.currentEventLoop, loops.contains(where: { $0 === current }) {
+            return current
+        }
+        return loops[nextLoop.wrappingAdd(1, ordering: .relaxed).oldValue % loops.count]
+    }
+}
+
+/// Runs `body` with the node's loop-affine executor preferred (``LoopAffineTaskExecutor``, on the loops of
+/// `MultiThreadedEventLoopGroup.singleton`, the group the server and the Redis client use): the tasks it starts, the
+/// services of a service group among them, run on the event loop that resumes them.
+public func withNodeTaskExecutor<Result: Sendable>(_ body: () async throws -> Result) async rethrows -> Result {
+    try await withTaskExecutorPreference(LoopAffineTaskExecutor(group: MultiThreadedEventLoopGroup.singleton)) {
+        try await body()
+    }
+}
