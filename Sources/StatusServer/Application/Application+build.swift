@@ -18,14 +18,14 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     let index = FanoutIndex()
     let activity = AppActivity(metrics: metrics)
     let responder = try buildResponder(wiring: wiring, index: index, activity: activity, logger: logger)
-    // Device work runs on the event loop that hands it over (a socket's, the bus connection's): LoopAffineTaskExecutor.
-    let loops = LoopAffineTaskExecutor(group: MultiThreadedEventLoopGroup.singleton)
-    let work = DeviceWorkQueue(executor: loops)
+    // Sessions' work runs on the event loop that hands it over (a socket's, the bus connection's): LoopAffineTaskExecutor.
+    let work = DeviceWorkQueue(executor: LoopAffineTaskExecutor(group: MultiThreadedEventLoopGroup.singleton))
     let fanout = wiring.fanout(index: index, work: work)
     var limits = DeviceConnectionStateMachine.Limits()
     limits.backlogBytes = configuration.sessionBacklogBytes
-    // Upgrades wait for their connect in a queue of their own, a few at a time (DeviceGateway.connects).
-    let connects = DeviceWorkQueue(concurrency: max(1, configuration.connectConcurrency), executor: loops)
+    // Upgrades wait for their connect in a queue of their own, a few at a time (DeviceGateway.connects), on the global
+    // pool: on the loops, a storm's connects held up the deliveries and the upgrades behind them (docs/delivery.md).
+    let connects = DeviceWorkQueue(concurrency: max(1, configuration.connectConcurrency), executor: globalConcurrentExecutor)
     let gateway = wiring.gateway(index: index, fanout: fanout, work: work, connects: connects, limits: limits, activity: activity)
     configuration.drain.attach { duration in await fanout.drainSessions(over: duration) }
     let hot = responder.hot

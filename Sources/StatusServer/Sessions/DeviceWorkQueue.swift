@@ -16,11 +16,11 @@ import Synchronization
 /// repositories down to the Redis client), a further slab from `malloc`, of a kilobyte or more, freed with the task. A
 /// worker keeps its slabs from one job to the next.
 ///
-/// The node's workers prefer its loop-affine executor (``LoopAffineTaskExecutor``): a worker resumed with a job by a
-/// socket's event loop runs it on that loop, its Redis commands go out on a connection of the same loop (`RedisClient`
-/// prefers one), and their replies resume it there. So a whole connect, from the upgrade request through the script's
-/// reply to the welcome written, or a departure, runs on one thread. Jobs do no blocking work, as the HTTP handlers
-/// that run on the loops too.
+/// The workers run on the executor given. The sessions' queue gives the node's loop-affine executor
+/// (``LoopAffineTaskExecutor``): a worker handed a job by a socket's event loop runs it on that loop, its Redis
+/// commands go out on a connection of the same loop (`RedisClient` prefers one), and their replies resume it there, so
+/// a departure or a device's request runs on one thread. The connects' queue gives the global pool: a storm's connects
+/// on the loops held up the deliveries and the upgrades queued behind them. Jobs do no blocking work either way.
 final class DeviceWorkQueue: Service, Sendable {
     typealias Job = @Sendable () async -> Void
 

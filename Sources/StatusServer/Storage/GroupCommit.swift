@@ -64,7 +64,7 @@ final class GroupCommit<Item: Sendable>: Sendable {
         var batch = batch
         if lingering, linger.lingers(sinceLastWrite: sinceLastWrite()) {
             // Cancelled meanwhile, the leader still writes: its batch's members wait for it.
-            try? await Task.sleep(for: linger.linger)
+            await LoopSleep.wait(linger.linger)
             let room = maxBatch - batch.count
             batch += queues.withLock { $0[group]?.gather(upTo: room) ?? [] }
         }
