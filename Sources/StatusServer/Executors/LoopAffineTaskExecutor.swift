@@ -7,13 +7,15 @@ import Synchronization
 ///
 /// A task resumed by an event loop (a future or a continuation completed in a channel handler) then goes on running on
 /// that same thread, queued behind what the loop is doing, instead of waking a thread of the global concurrency pool:
-/// a wake-up is a `futex` call on each side and a cache gone cold. That is what the node's own background tasks are:
-/// Hummingbird's task per accepted connection, which waits for the connection's first request to be handed over, and
-/// the fan-out's consumer of the bus, which the bus connection's loop wakes with each batch of messages. On the global
-/// pool those two alone woke another thread two or three times per device connect and once per bus batch.
+/// a wake-up is a `futex` call on each side and a cache gone cold. That is what the node's own tasks are: Hummingbird's
+/// task per accepted connection, which waits for the connection's first request to be handed over; the fan-out's
+/// consumer of the bus, which the bus connection's loop wakes with each batch of messages; the sessions' workers
+/// (``DeviceWorkQueue``), handed departures and requests by their sockets' loops. On the global pool they woke another
+/// thread about 24 times per connect+disconnect cycle, 7.6 on the loops (docs/benchmarks.md).
 ///
-/// Jobs must not block, as on any event loop; work that must be timely (the node's lease) runs on the global pool
-/// instead (``HousekeepingService``), where a burst of work on the loops cannot hold it up.
+/// Jobs must not block, as on any event loop. Work that must be timely (the node's lease, ``HousekeepingService``) runs
+/// on the global pool instead, where a burst of work on the loops cannot hold it up; so do the connects, which a storm
+/// brings by the thousand (``DeviceGateway``).
 final class LoopAffineTaskExecutor: TaskExecutor, Sendable {
     let loops: [any EventLoop]
     private let nextLoop = Atomic(0)
