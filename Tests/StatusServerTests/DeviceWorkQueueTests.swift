@@ -57,12 +57,20 @@ import Testing
 
     /// With the node's loop-affine executor, a job handed to a free worker runs on the event loop that submitted it
     /// (a socket's): its Redis commands and their replies then stay on that thread.
-    @Test func aJobRunsOnTheLoopThatSubmittedIt() async throws {
+    /// Either given to the queue, or preferred by the task that runs it (the binary's `withNodeTaskExecutor`).
+    @Test(arguments: [true, false]) func aJobRunsOnTheLoopThatSubmittedIt(executorGiven: Bool) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let loops = Array(group.makeIterator())
-        let queue = DeviceWorkQueue(capacity: 100, concurrency: 4, executor: LoopAffineTaskExecutor(loops: loops))
+        let executor = LoopAffineTaskExecutor(loops: loops)
+        let queue = DeviceWorkQueue(capacity: 100, concurrency: 4, executor: executorGiven ? executor : nil)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { await queue.run() }
+            tasks.addTask {
+                if executorGiven {
+                    await queue.run()
+                } else {
+                    await withTaskExecutorPreference(executor) { await queue.run() }
+                }
+            }
             // Once the workers wait for jobs (a job run shows they started), each job goes to one of them at once.
             let started = loops[0].makePromise(of: Void.self)
             #expect(queue.submit { started.succeed() })

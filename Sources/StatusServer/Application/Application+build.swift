@@ -1,7 +1,6 @@
 import Hummingbird
 import HummingbirdCore
 import Logging
-import NIOPosix
 import RedisClient
 import ServiceLifecycle
 import StatusCore
@@ -18,8 +17,9 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     let index = FanoutIndex()
     let activity = AppActivity(metrics: metrics)
     let responder = try buildResponder(wiring: wiring, index: index, activity: activity, logger: logger)
-    // Sessions' work runs on the event loop that hands it over (a socket's, the bus connection's): LoopAffineTaskExecutor.
-    let work = DeviceWorkQueue(executor: LoopAffineTaskExecutor(group: MultiThreadedEventLoopGroup.singleton))
+    // Sessions' work runs where the node's tasks do: under `withNodeTaskExecutor` (the binary), on the event loop that
+    // hands it over (a socket's, the bus connection's).
+    let work = DeviceWorkQueue()
     let fanout = wiring.fanout(index: index, work: work)
     var limits = DeviceConnectionStateMachine.Limits()
     limits.backlogBytes = configuration.sessionBacklogBytes

@@ -48,7 +48,10 @@ final class LoopAffineTaskExecutor: TaskExecutor, Sendable {
 
 /// Runs `body` with the node's loop-affine executor preferred (``LoopAffineTaskExecutor``, on the loops of
 /// `MultiThreadedEventLoopGroup.singleton`, the group the server and the Redis client use): the tasks it starts, the
-/// services of a service group among them, run on the event loop that resumes them.
+/// services of a service group among them, run on the event loop that resumes them, except the work that asks for the
+/// global pool (the connects, the lease). The binary runs its node this way. Tests build many nodes in one process on
+/// the same two loops, which no deployment does: they run them on the global pool, as a node embedded without this
+/// would, and test the executor itself apart.
 public func withNodeTaskExecutor<Result: Sendable>(_ body: () async throws -> Result) async rethrows -> Result {
     try await withTaskExecutorPreference(LoopAffineTaskExecutor(group: MultiThreadedEventLoopGroup.singleton)) {
         try await body()

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import NIOCore
-import NIOPosix
 import RedisClient
 import ServiceLifecycle
 import StatusCore
@@ -105,11 +104,9 @@ final class FanoutService: Service, Sendable {
                 try await withThrowingDiscardingTaskGroup { group in
                     group.addTask { try await self.subscriber.run() }
                     group.addTask { try await self.shards.run() }
-                    // Woken by the bus connection's loop, the consumer runs there (LoopAffineTaskExecutor).
-                    await withTaskExecutorPreference(LoopAffineTaskExecutor(group: MultiThreadedEventLoopGroup.singleton)) {
-                        while let batch = await inbox.next() {
-                            await process(batch)
-                        }
+                    // Under `withNodeTaskExecutor`, woken by the bus connection's loop, the consumer runs there.
+                    while let batch = await inbox.next() {
+                        await process(batch)
                     }
                     group.cancelAll()
                 }

@@ -16,11 +16,12 @@ import Synchronization
 /// repositories down to the Redis client), a further slab from `malloc`, of a kilobyte or more, freed with the task. A
 /// worker keeps its slabs from one job to the next.
 ///
-/// The workers run on the executor given. The sessions' queue gives the node's loop-affine executor
-/// (``LoopAffineTaskExecutor``): a worker handed a job by a socket's event loop runs it on that loop, its Redis
-/// commands go out on a connection of the same loop (`RedisClient` prefers one), and their replies resume it there, so
-/// a departure or a device's request runs on one thread. The connects' queue gives the global pool: a storm's connects
-/// on the loops held up the deliveries and the upgrades queued behind them. Jobs do no blocking work either way.
+/// The workers run on the executor given, else where the service's task prefers. The sessions' queue gives none: in
+/// the binary, which prefers the node's loop-affine executor for every service (``withNodeTaskExecutor(_:)``), a
+/// worker handed a job by a socket's event loop runs it on that loop, its Redis commands go out on a connection of the
+/// same loop (`RedisClient` prefers one), and their replies resume it there, so a departure or a device's request runs
+/// on one thread. The connects' queue gives the global pool: a storm's connects on the loops held up the deliveries and
+/// the upgrades queued behind them. Jobs do no blocking work either way.
 final class DeviceWorkQueue: Service, Sendable {
     typealias Job = @Sendable () async -> Void
 
@@ -57,7 +58,12 @@ final class DeviceWorkQueue: Service, Sendable {
             await withGracefulShutdownHandler {
                 await withDiscardingTaskGroup { group in
                     for _ in 0..<concurrency {
-                        group.addTask(executorPreference: executor) { await self.work() }
+                        // `addTask(executorPreference: nil)` would drop the preference the service's task inherited.
+                        if let executor {
+                            group.addTask(executorPreference: executor) { await self.work() }
+                        } else {
+                            group.addTask { await self.work() }
+                        }
                     }
                 }
             } onGracefulShutdown: {
