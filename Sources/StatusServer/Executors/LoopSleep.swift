@@ -15,7 +15,6 @@ enum LoopSleep {
             try? await Task.sleep(for: duration)
             return
         }
-        let nanoseconds = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
-        try? await loop.scheduleTask(in: .nanoseconds(nanoseconds)) {}.futureResult.get()
+        try? await loop.scheduleTask(in: TimeAmount(duration)) {}.futureResult.get()
     }
 }
