@@ -131,11 +131,29 @@ import Testing
             base.replacingOccurrences(of: #""version":1"#, with: #""version":99999999999999999999"#),
             base.replacingOccurrences(of: #""appId":"a","#, with: #""appId":"a","appId":"b","#),
             base.replacingOccurrences(of: #""appId":"a","#, with: #""appId":"a","extra":1,"#),
+            // A member repeated in the status, a device or the hidden view.
+            base.replacingOccurrences(of: #""userId":"u","#, with: #""userId":"u","userId":"w","#),
+            base.replacingOccurrences(of: #""version":1}"#, with: #""version":1,"version":2}"#),
+            base.replacingOccurrences(
+                of: #""version":1}"#,
+                with: #""version":1,"onlineDevices":[{"deviceId":"d","platform":"web","platform":"ios"}]}"#
+            ),
+            base.replacingOccurrences(
+                of: #""change":"status","#,
+                with: #""change":"status","hidden":{"statusType":"offline","statusType":"unlogined"},"#
+            ),
             base + " x",
         ]
         for json in declined {
             #expect(Self.fast(Array(json.utf8)) == nil, "\(json)")
         }
+        // The same members once each are read.
+        let once = base.replacingOccurrences(
+            of: #""change":"status","#,
+            with: #""change":"status","hidden":{"statusType":"offline"},"#
+        ).replacingOccurrences(of: #""version":1}"#, with: #""version":1,"onlineDevices":[{"deviceId":"d","platform":"web"}]}"#)
+        #expect(Self.fast(Array(once.utf8))?.status.onlineDevices?.count == 1)
+        #expect(Self.fast(Array(once.utf8))?.hidden?.statusType == .offline)
         // A privacy this version does not know is none, as JSONDecoder reads it.
         let unknownPrivacy = base.replacingOccurrences(of: #""appId":"a","#, with: #""appId":"a","lastSeenPrivacy":"later","#)
         #expect(Self.fast(Array(unknownPrivacy.utf8))?.lastSeenPrivacy == nil)

@@ -43,6 +43,8 @@ import Testing
             #"{"p":"ios","n":"n","c":"c","k":"tcp"}"#,  // an unknown kind
             #"{"p":"ios","n":"n","c":"c","k":"ws","s":"asleep"}"#,  // an unknown state
             #"{"p":1,"n":"n","c":"c","k":"ws"}"#,  // a member of another type
+            #"{"p":"ios","n":"n","c":"c","k":"ws","p":"web"}"#,  // a member repeated
+            #"{"p":"ios","n":"n","c":"c","k":"ws","hb":1,"hb":2}"#,  // a member repeated
             #"{"p":"ios","n":"n","c":"c","k":"ws"} x"#,  // something after the object
             #"{"p":"ios","n":"n","c":"c","k":"ws""#,  // cut short
             #"[1]"#, "", "{}", "{",

@@ -12,7 +12,7 @@ extension BusMessage {
     /// The change a plain `status` message carries, or nil.
     static func fastStatusChange(_ bytes: UnsafeRawBufferPointer) -> StatusChange? {
         var scanner = JSONFastScanner(bytes)
-        var seen: Set<Field> = []
+        var seen = JSONMemberSet()
         var version: Int64?
         var appId: String?
         var change: StatusRepository.Change?
@@ -24,7 +24,7 @@ extension BusMessage {
         var hidden: PresenceRecord.Hidden?
         var autoAway = false
         let read = scanner.members { scanner, key in
-            guard let field = Field(rawValue: key), seen.insert(field).inserted else { return false }
+            guard let field = Field(rawValue: key), seen.first(field.ordinal) else { return false }
             switch field {
             case .version:
                 version = scanner.integer()
@@ -60,7 +60,7 @@ extension BusMessage {
                 return false
             }
         }
-        guard read, scanner.atEnd(), seen.contains(.type), version != nil, let appId, let change, let status else { return nil }
+        guard read, scanner.atEnd(), seen.contains(Field.type.ordinal), version != nil, let appId, let change, let status else { return nil }
         return StatusChange(
             appId: appId,
             change: change.rawValue,
@@ -76,7 +76,7 @@ extension BusMessage {
 
     /// The status object of SPEC §2 (its keys as `UserStatus` encodes them).
     private static func fastStatus(_ scanner: inout JSONFastScanner) -> UserStatus? {
-        var seen: Set<String> = []
+        var seen = JSONMemberSet()
         var userId: String?
         var statusType: StatusType?
         var customStatus: String?
@@ -86,24 +86,23 @@ extension BusMessage {
         var availability: Availability?
         var customStatusExpiresAt: Int64?
         let read = scanner.members { scanner, key in
-            guard seen.insert(key).inserted else { return false }
             switch key {
             case "userId":
-                return scanner.required(into: &userId) { $0.plainString() }
+                return seen.first(0) && scanner.required(into: &userId) { $0.plainString() }
             case "statusType":
-                return scanner.required(into: &statusType) { $0.plainString().flatMap(StatusType.init(rawValue:)) }
+                return seen.first(1) && scanner.required(into: &statusType) { $0.plainString().flatMap(StatusType.init(rawValue:)) }
             case "customStatus":
-                return scanner.optional(into: &customStatus) { $0.plainString() }
+                return seen.first(2) && scanner.optional(into: &customStatus) { $0.plainString() }
             case "lastActiveAt":
-                return scanner.optional(into: &lastActiveAt) { $0.integer() }
+                return seen.first(3) && scanner.optional(into: &lastActiveAt) { $0.integer() }
             case "version":
-                return scanner.required(into: &version) { $0.integer() }
+                return seen.first(4) && scanner.required(into: &version) { $0.integer() }
             case "onlineDevices":
-                return scanner.optional(into: &onlineDevices) { Self.fastDevices(&$0) }
+                return seen.first(5) && scanner.optional(into: &onlineDevices) { Self.fastDevices(&$0) }
             case "availability":
-                return scanner.optional(into: &availability) { $0.plainString().flatMap(Availability.init(rawValue:)) }
+                return seen.first(6) && scanner.optional(into: &availability) { $0.plainString().flatMap(Availability.init(rawValue:)) }
             case "customStatusExpiresAt":
-                return scanner.optional(into: &customStatusExpiresAt) { $0.integer() }
+                return seen.first(7) && scanner.optional(into: &customStatusExpiresAt) { $0.integer() }
             default:
                 return false
             }
@@ -127,19 +126,18 @@ extension BusMessage {
         var devices: [OnlineDevice] = []
         if scanner.expect(UInt8(ascii: "]")) { return devices }
         repeat {
-            var seen: Set<String> = []
+            var seen = JSONMemberSet()
             var deviceId: String?
             var platform: Platform?
             var state: DeviceState = .active
             let read = scanner.members { scanner, key in
-                guard seen.insert(key).inserted else { return false }
                 switch key {
                 case "deviceId":
-                    return scanner.required(into: &deviceId) { $0.plainString() }
+                    return seen.first(0) && scanner.required(into: &deviceId) { $0.plainString() }
                 case "platform":
-                    return scanner.required(into: &platform) { $0.plainString().flatMap(Platform.init(rawValue:)) }
+                    return seen.first(1) && scanner.required(into: &platform) { $0.plainString().flatMap(Platform.init(rawValue:)) }
                 case "state":
-                    guard let value = scanner.optional({ $0.plainString().flatMap(DeviceState.init(rawValue:)) }) else { return false }
+                    guard seen.first(2), let value = scanner.optional({ $0.plainString().flatMap(DeviceState.init(rawValue:)) }) else { return false }
                     state = value ?? .active
                     return true
                 default:
@@ -155,25 +153,24 @@ extension BusMessage {
     /// `{"statusType", "lastActiveAt"?, "customStatus"?, "availability"?, "customStatusExpiresAt"?}`: what the public
     /// sees of an invisible user.
     private static func fastHidden(_ scanner: inout JSONFastScanner) -> PresenceRecord.Hidden? {
-        var seen: Set<String> = []
+        var seen = JSONMemberSet()
         var statusType: StatusType?
         var lastActiveAt: Int64?
         var customStatus: String?
         var availability: Availability?
         var customStatusExpiresAt: Int64?
         let read = scanner.members { scanner, key in
-            guard seen.insert(key).inserted else { return false }
             switch key {
             case "statusType":
-                return scanner.required(into: &statusType) { $0.plainString().flatMap(StatusType.init(rawValue:)) }
+                return seen.first(0) && scanner.required(into: &statusType) { $0.plainString().flatMap(StatusType.init(rawValue:)) }
             case "lastActiveAt":
-                return scanner.optional(into: &lastActiveAt) { $0.integer() }
+                return seen.first(1) && scanner.optional(into: &lastActiveAt) { $0.integer() }
             case "customStatus":
-                return scanner.optional(into: &customStatus) { $0.plainString() }
+                return seen.first(2) && scanner.optional(into: &customStatus) { $0.plainString() }
             case "availability":
-                return scanner.optional(into: &availability) { $0.plainString().flatMap(Availability.init(rawValue:)) }
+                return seen.first(3) && scanner.optional(into: &availability) { $0.plainString().flatMap(Availability.init(rawValue:)) }
             case "customStatusExpiresAt":
-                return scanner.optional(into: &customStatusExpiresAt) { $0.integer() }
+                return seen.first(4) && scanner.optional(into: &customStatusExpiresAt) { $0.integer() }
             default:
                 return false
             }

@@ -142,7 +142,7 @@ enum BusWireError: Error, Equatable {
 
 extension BusMessage: Codable {
     /// The wire format's field names (`docs/bus.md`).
-    enum Field: String, CodingKey {
+    enum Field: String, CodingKey, CaseIterable {
         case version = "v"
         case type
         case appId
@@ -160,6 +160,29 @@ extension BusMessage: Codable {
         case publicChange
         case hidden
         case autoAway
+
+        /// The member's number in a ``JSONMemberSet`` (its place in the list above), for the fast reader.
+        var ordinal: Int {
+            switch self {
+            case .version: 0
+            case .type: 1
+            case .appId: 2
+            case .userId: 3
+            case .userIds: 4
+            case .change: 5
+            case .role: 6
+            case .lastSeenPrivacy: 7
+            case .status: 8
+            case .devices: 9
+            case .reason: 10
+            case .since: 11
+            case .viewer: 12
+            case .publicVersion: 13
+            case .publicChange: 14
+            case .hidden: 15
+            case .autoAway: 16
+            }
+        }
     }
 
     /// The `type` of each message.

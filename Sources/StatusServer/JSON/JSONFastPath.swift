@@ -55,17 +55,23 @@ struct JSONFastScanner {
     }
 
     /// A string without escapes or control characters, in valid UTF-8; nil for anything else.
+    ///
+    /// Identifiers, platforms and the like are ASCII: such a string is made directly, since ASCII is valid UTF-8.
+    /// `String(validating:as:)`, generic and not specialized here, looked its metadata up on every call, and only
+    /// strings with other bytes go through it.
     mutating func plainString() -> String? {
         guard expect(UInt8(ascii: "\"")) else { return nil }
         let start = index
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let content = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                return String(validating: content, as: UTF8.self)
+                return ascii ? String(decoding: content, as: UTF8.self) : String(validating: content, as: UTF8.self)
             }
             if byte == UInt8(ascii: "\\") || byte < 0x20 { return nil }
+            if byte >= 0x80 { ascii = false }
             index += 1
         }
         return nil
