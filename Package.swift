@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .executable(name: "statusd", targets: ["statusd"]),
         .executable(name: "statusload", targets: ["statusload"]),
+        .executable(name: "connectfloor", targets: ["connectfloor"]),
         .library(name: "RedisClient", targets: ["RedisClient"]),
         .library(name: "StatusCore", targets: ["StatusCore"]),
         .library(name: "StatusServer", targets: ["StatusServer"]),
@@ -112,6 +113,17 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             exclude: ["openapi.json", "openapi-generator-config.yaml", "GeneratedSources/generated.sha256"],
+            swiftSettings: swiftSettings
+        ),
+        // A bare swift-nio WebSocket server: the floor under a connect that scripts/bench-connect measures beside statusd.
+        .executableTarget(
+            name: "connectfloor",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

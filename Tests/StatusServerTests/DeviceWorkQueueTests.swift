@@ -62,7 +62,7 @@ import Testing
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let loops = Array(group.makeIterator())
         let executor = LoopAffineTaskExecutor(loops: loops)
-        let queue = DeviceWorkQueue(capacity: 100, concurrency: 4, executor: executorGiven ? executor : nil)
+        let queue = DeviceWorkQueue(capacity: 100, concurrency: 4, placement: executorGiven ? .executor(executor) : .inherited)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
                 if executorGiven {

@@ -23,9 +23,13 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     let fanout = wiring.fanout(index: index, work: work)
     var limits = DeviceConnectionStateMachine.Limits()
     limits.backlogBytes = configuration.sessionBacklogBytes
-    // Upgrades wait for their connect in a queue of their own, a few at a time (DeviceGateway.connects), on the global
-    // pool: on the loops, a storm's connects held up the deliveries and the upgrades behind them (docs/delivery.md).
-    let connects = DeviceWorkQueue(concurrency: max(1, configuration.connectConcurrency), executor: globalConcurrentExecutor)
+    // Upgrades wait for their connect in a queue of their own, a few at a time (DeviceGateway.connects), with a bounded
+    // share of each loop: all on the loops, a storm's connects held up the deliveries and the upgrades behind them
+    // (docs/delivery.md).
+    let connects = DeviceWorkQueue(
+        concurrency: max(1, configuration.connectConcurrency),
+        placement: .loopsUpTo(share: DeviceGateway.connectShareOfLoop)
+    )
     let gateway = wiring.gateway(index: index, fanout: fanout, work: work, connects: connects, limits: limits, activity: activity)
     configuration.drain.attach { duration in await fanout.drainSessions(over: duration) }
     let hot = responder.hot

@@ -14,9 +14,13 @@ import Synchronization
 /// thread about 24 times per connect+disconnect cycle, 7.6 on the loops (docs/benchmarks.md).
 ///
 /// Jobs must not block, as on any event loop. Work that must be timely (the node's lease, ``HousekeepingService``) runs
-/// on the global pool instead, where a burst of work on the loops cannot hold it up; so do the connects, which a storm
-/// brings by the thousand (``DeviceGateway``).
+/// on the global pool instead, where a burst of work on the loops cannot hold it up. The connects, which a storm brings
+/// by the thousand (``DeviceGateway``), take only a bounded share of the loops (``SpillingLoopTaskExecutor``).
 final class LoopAffineTaskExecutor: TaskExecutor, Sendable {
+    /// The node's executor, while the binary runs its node under it (``withNodeTaskExecutor(_:)``); nil in processes
+    /// that run nodes on the global pool (the tests). Work that picks its own placement asks it for the loops.
+    @TaskLocal static var node: LoopAffineTaskExecutor?
+
     let loops: [any EventLoop]
     private let nextLoop = Atomic(0)
 
@@ -49,11 +53,15 @@ final class LoopAffineTaskExecutor: TaskExecutor, Sendable {
 /// Runs `body` with the node's loop-affine executor preferred (``LoopAffineTaskExecutor``, on the loops of
 /// `MultiThreadedEventLoopGroup.singleton`, the group the server and the Redis client use): the tasks it starts, the
 /// services of a service group among them, run on the event loop that resumes them, except the work that asks for the
-/// global pool (the connects, the lease). The binary runs its node this way. Tests build many nodes in one process on
+/// global pool (the lease) or for a bounded share of the loops (the connects, ``SpillingLoopTaskExecutor``). The binary
+/// runs its node this way. Tests build many nodes in one process on
 /// the same two loops, which no deployment does: they run them on the global pool, as a node embedded without this
 /// would, and test the executor itself apart.
 public func withNodeTaskExecutor<Result: Sendable>(_ body: () async throws -> Result) async rethrows -> Result {
-    try await withTaskExecutorPreference(LoopAffineTaskExecutor(group: MultiThreadedEventLoopGroup.singleton)) {
-        try await body()
+    let executor = LoopAffineTaskExecutor(group: MultiThreadedEventLoopGroup.singleton)
+    return try await LoopAffineTaskExecutor.$node.withValue(executor) {
+        try await withTaskExecutorPreference(executor) {
+            try await body()
+        }
     }
 }

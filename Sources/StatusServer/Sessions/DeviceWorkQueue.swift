@@ -16,26 +16,48 @@ import Synchronization
 /// repositories down to the Redis client), a further slab from `malloc`, of a kilobyte or more, freed with the task. A
 /// worker keeps its slabs from one job to the next.
 ///
-/// The workers run on the executor given, else where the service's task prefers. The sessions' queue gives none: in
-/// the binary, which prefers the node's loop-affine executor for every service (``withNodeTaskExecutor(_:)``), a
-/// worker handed a job by a socket's event loop runs it on that loop, its Redis commands go out on a connection of the
-/// same loop (`RedisClient` prefers one), and their replies resume it there, so a departure or a device's request runs
-/// on one thread. The connects' queue gives the global pool: a storm's connects on the loops held up the deliveries and
-/// the upgrades queued behind them. Jobs do no blocking work either way.
+/// Where the workers run is the queue's ``Placement``. The sessions' queue inherits: in the binary, which prefers the
+/// node's loop-affine executor for every service (``withNodeTaskExecutor(_:)``), a worker handed a job by a socket's
+/// event loop runs it on that loop, its Redis commands go out on a connection of the same loop (`RedisClient` prefers
+/// one), and their replies resume it there, so a departure or a device's request runs on one thread. The connects'
+/// queue takes a bounded share of the loops (``SpillingLoopTaskExecutor``): all of a storm's connects on the loops held
+/// up the deliveries and the upgrades queued behind them. Jobs do no blocking work either way.
 final class DeviceWorkQueue: Service, Sendable {
     typealias Job = @Sendable () async -> Void
 
+    /// Where the workers run.
+    enum Placement: Sendable {
+        /// Where the service's task prefers.
+        case inherited
+        /// On this executor.
+        case executor(any TaskExecutor)
+        /// In a node run under ``withNodeTaskExecutor(_:)``: on the loop that hands a job over while fewer than
+        /// `share` of the queue's jobs wait there, else on the global pool (``SpillingLoopTaskExecutor``). Elsewhere
+        /// (nodes built in a test process) on the global pool.
+        case loopsUpTo(share: Int)
+    }
+
     let capacity: Int
     let concurrency: Int
-    /// What the workers prefer to run on (nil: the global pool, or what the service's task prefers).
-    private let executor: (any TaskExecutor)?
+    let placement: Placement
     private let state: Mutex<WorkQueueState<Job, CheckedContinuation<Job?, Never>>>
 
-    init(capacity: Int = 65_536, concurrency: Int = 256, executor: (any TaskExecutor)? = nil) {
+    init(capacity: Int = 65_536, concurrency: Int = 256, placement: Placement = .inherited) {
         self.capacity = capacity
         self.concurrency = concurrency
-        self.executor = executor
+        self.placement = placement
         self.state = Mutex(WorkQueueState(capacity: capacity))
+    }
+
+    /// The executor the workers prefer, nil to inherit.
+    var executor: (any TaskExecutor)? {
+        switch placement {
+        case .inherited: nil
+        case .executor(let executor): executor
+        case .loopsUpTo(let share):
+            LoopAffineTaskExecutor.node.map { SpillingLoopTaskExecutor(loops: $0.loops, share: share) }
+                ?? globalConcurrentExecutor
+        }
     }
 
     /// Queues a job; false when the queue is full (or the node is stopping) and the job will not run.
@@ -56,6 +78,7 @@ final class DeviceWorkQueue: Service, Sendable {
     func run() async {
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
+                let executor = self.executor
                 await withDiscardingTaskGroup { group in
                     for _ in 0..<concurrency {
                         // `addTask(executorPreference: nil)` would drop the preference the service's task inherited.

@@ -90,6 +90,10 @@ final class DeviceGateway: Sendable {
     /// The path devices connect to.
     static let path = "/v1/connect"
 
+    /// How many steps of connects may wait on one event loop at once in the binary (``SpillingLoopTaskExecutor``):
+    /// enough for a steady churn's connects to stay on their loops, few enough that a storm's go to the pool.
+    static let connectShareOfLoop = 4
+
     /// The validated parameters of a connect request.
     struct Parameters: Sendable {
         var app: AppRecord

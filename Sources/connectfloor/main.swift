@@ -1,0 +1,94 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+
+// The floor under a device connect, for scripts/bench-connect (BENCH_CONNECT_FLOOR=1): a bare swift-nio server that
+// upgrades any request to a WebSocket with the same typed upgrade handler statusd's server uses, sends one text frame
+// of a welcome's size, and answers a close frame with a close frame. No token, no Redis, no session, no fan-out: what
+// a connect+disconnect cycle costs below statusd's own work, on the same machine and driver (churn_client.c). statusd's
+// µs per cycle less this one is what statusd itself spends.
+//
+// usage: connectfloor PORT [tasks|loops]
+//   tasks (default): accepted connections handed to a task each, as Hummingbird's server does;
+//   loops: the pipeline set up in the channel initializer, no task.
+
+/// A frame of a few hundred bytes, as statusd's welcome to a device without subscriptions, so that the writes cost alike.
+let welcome = ByteBuffer(string: String(repeating: "w", count: 320))
+
+/// Sends the welcome once upgraded; answers a close frame with a close frame, then closes.
+final class FloorSession: ChannelInboundHandler, Sendable {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, data: welcome)), promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        guard frame.opcode == .connectionClose else { return }
+        var payload = frame.unmaskedData
+        let code = payload.readSlice(length: 2) ?? ByteBuffer()
+        let reply = WebSocketFrame(fin: true, opcode: .connectionClose, data: code)
+        context.writeAndFlush(wrapOutboundOut(reply)).assumeIsolated().whenComplete { _ in
+            context.close(promise: nil)
+        }
+    }
+}
+
+guard CommandLine.arguments.count >= 2, let port = Int(CommandLine.arguments[1]) else {
+    print("usage: connectfloor PORT [tasks|loops]")
+    exit(2)
+}
+let mode = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : "tasks"
+
+/// The typed upgrade pipeline, as statusd's server channel sets it up.
+@Sendable func upgradablePipeline(_ channel: any Channel) -> EventLoopFuture<EventLoopFuture<Bool>> {
+    channel.eventLoop.makeCompletedFuture {
+        let upgrader = NIOTypedWebSocketServerUpgrader<Bool>(
+            shouldUpgrade: { channel, _ in channel.eventLoop.makeSucceededFuture(HTTPHeaders()) },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(FloorSession())
+                    return true
+                }
+            }
+        )
+        let configuration = NIOUpgradableHTTPServerPipelineConfiguration(
+            upgradeConfiguration: .init(
+                upgraders: [upgrader],
+                notUpgradingCompletionHandler: { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        _ = channel.close()
+                        return false
+                    }
+                }
+            )
+        )
+        return try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+    }
+}
+
+let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    .serverChannelOption(.backlog, value: 4096)
+    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+if mode == "loops" {
+    // Everything on the event loops: the channel initializer sets the pipeline up, nothing awaits the upgrade.
+    let server = try await bootstrap.childChannelInitializer { channel in
+        upgradablePipeline(channel).map { _ in }
+    }.bind(host: "127.0.0.1", port: port).get()
+    print("connectfloor listening on \(port), \(mode)")
+    try await server.closeFuture.get()
+} else {
+    // As Hummingbird's server does: accepted connections come as an async sequence, each awaited by a task of its own.
+    let server = try await bootstrap.bind(host: "127.0.0.1", port: port) { upgradablePipeline($0) }
+    print("connectfloor listening on \(port), \(mode)")
+    try await withThrowingDiscardingTaskGroup { group in
+        try await server.executeThenClose { upgrades in
+            for try await upgrade in upgrades {
+                group.addTask { _ = try? await upgrade.get() }
+            }
+        }
+    }
+}
