@@ -54,9 +54,8 @@ final class LoopAffineTaskExecutor: TaskExecutor, Sendable {
 /// `MultiThreadedEventLoopGroup.singleton`, the group the server and the Redis client use): the tasks it starts, the
 /// services of a service group among them, run on the event loop that resumes them, except the work that asks for the
 /// global pool (the lease) or for a bounded share of the loops (the connects, ``SpillingLoopTaskExecutor``). The binary
-/// runs its node this way. Tests build many nodes in one process on
-/// the same two loops, which no deployment does: they run them on the global pool, as a node embedded without this
-/// would, and test the executor itself apart.
+/// runs its node this way. Tests build many nodes in one process on the same two loops, which no deployment does: they
+/// run them on the global pool, as a node embedded without this would, and test the executor itself apart.
 public func withNodeTaskExecutor<Result: Sendable>(_ body: () async throws -> Result) async rethrows -> Result {
     let executor = LoopAffineTaskExecutor(group: MultiThreadedEventLoopGroup.singleton)
     return try await LoopAffineTaskExecutor.$node.withValue(executor) {
