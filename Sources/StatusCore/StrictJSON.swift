@@ -3,7 +3,8 @@
 ///
 /// Foundation's `JSONDecoder` is lenient (it takes trailing commas, UTF-16 and UTF-32 bodies, lone surrogate escapes),
 /// and it never looks at members nobody decodes, so a request could pass with junk inside a field the route ignores.
-/// This is one linear pass with no recursion and no allocation: the open arrays and objects are bits of one word
+/// This is one linear pass with no recursion and no allocation (but for reading a number with an exponent, or of
+/// hundreds of digits, to check that a `Double` can hold it): the open arrays and objects are bits of one word
 /// (hence at most 64 levels), and it stops at the first byte that breaks the grammar or the first level past the
 /// depth limit, so a 1 MiB body of `[` costs 33 bytes of work, and a small body a few nanoseconds per byte.
 public enum StrictJSON {
@@ -175,7 +176,11 @@ public enum StrictJSON {
         }
 
         /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?` (RFC 8259 §6): no leading zeros, no `+`, no bare `.`.
+        /// A number past a `Double`'s range (RFC 8259 §6 lets an implementation set one) is refused as well: beyond the
+        /// largest finite value, or a non-zero number so small it would read as zero. `JSONDecoder` refuses both, and
+        /// what this check takes, the decoder must read.
         private mutating func number() throws(StatusError) {
+            let start = index
             if bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
             if bytes[index] == UInt8(ascii: "0") {
@@ -194,6 +199,24 @@ public enum StrictJSON {
                 if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
                 guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
                 skipDigits()
+                try inRange(from: start)
+            } else if index - start > 300 {
+                // Without an exponent only a number of more than 308 digits leaves the range.
+                try inRange(from: start)
+            }
+        }
+
+        /// Refuses the number from `start` to here when a `Double` cannot hold it (see ``number()``). Only numbers with
+        /// an exponent or hundreds of digits are read, so the common body costs nothing more.
+        private func inRange(from start: Int) throws(StatusError) {
+            let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+            guard let value = Double(text), value.isFinite else { throw fail("number out of range") }
+            if value == 0 {
+                // Zero only when every digit before the exponent is.
+                let mantissa = text.utf8.prefix { $0 | 0x20 != UInt8(ascii: "e") }
+                guard mantissa.allSatisfy({ $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }) else {
+                    throw fail("number out of range")
+                }
             }
         }
 

@@ -127,6 +127,19 @@ import Testing
     }
 
     /// Whatever the strict check takes, Foundation's decoder reads too (it is the lenient one), over mutated bodies.
+    /// RFC 8259 §6 lets a parser limit the range of numbers; `JSONDecoder` refuses what a `Double` cannot hold, so the
+    /// check does too, and answers INVALID_REQUEST before any decoder runs.
+    @Test func refusesNumbersADoubleCannotHold() {
+        for number in ["1e999", "-1.5e713", "2e308", "1e-999", "-2.5E-400", String(repeating: "9", count: 400)] {
+            #expect(!Self.isValid(Array("[\(number)]".utf8)), "\(number)")
+            #expect((try? JSONDecoder().decode([Double].self, from: Data("[\(number)]".utf8))) == nil, "\(number)")
+        }
+        for number in ["1e308", "1.7976931348623157e308", "123456789e300", "-0e999", "0.0e-999", "4.9e-324", "1E2"] {
+            #expect(Self.isValid(Array("[\(number)]".utf8)), "\(number)")
+            #expect((try? JSONDecoder().decode([Double].self, from: Data("[\(number)]".utf8))) != nil, "\(number)")
+        }
+    }
+
     @Test func takesNothingFoundationRefuses() {
         let seeds = [
             #"{"userIds":["alice","bob"],"detail":true}"#, #"{"customStatus":"in a \"meeting\" \u00e9"}"#,
