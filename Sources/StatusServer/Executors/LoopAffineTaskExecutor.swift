@@ -43,10 +43,16 @@ final class LoopAffineTaskExecutor: TaskExecutor, Sendable {
 
     /// The loop a job enqueued now runs on: the current thread's, when it is one of ``loops``.
     var loopForNextJob: any EventLoop {
-        if let current = MultiThreadedEventLoopGroup.currentEventLoop, loops.contains(where: { $0 === current }) {
-            return current
-        }
+        if let index = loops.indexOfCurrentLoop { return loops[index] }
         return loops[nextLoop.wrappingAdd(1, ordering: .relaxed).oldValue % loops.count]
+    }
+}
+
+extension Array where Element == any EventLoop {
+    /// The index of the current thread's event loop among these, nil when the thread is none of them.
+    var indexOfCurrentLoop: Int? {
+        guard let current = MultiThreadedEventLoopGroup.currentEventLoop else { return nil }
+        return firstIndex { $0 === current }
     }
 }
 

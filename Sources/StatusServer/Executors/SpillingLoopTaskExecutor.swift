@@ -46,7 +46,7 @@ final class SpillingLoopTaskExecutor: TaskExecutor, Sendable {
 
     /// The placement of a job handed over on the current thread.
     var placementForNextJob: Placement {
-        let index = MultiThreadedEventLoopGroup.currentEventLoop.flatMap { current in loops.firstIndex { $0 === current } }
+        let index = loops.indexOfCurrentLoop
         let waiting = index.map { self.waiting[$0].count.load(ordering: .relaxed) } ?? 0
         return Self.placement(loopIndex: index, waiting: waiting, share: share)
     }
