@@ -9,9 +9,11 @@ import NIOWebSocket
 // a connect+disconnect cycle costs below statusd's own work, on the same machine and driver (churn_client.c). statusd's
 // µs per cycle less this one is what statusd itself spends.
 //
-// usage: connectfloor PORT [tasks|loops]
+// usage: connectfloor PORT [tasks|affine|loops]
 //   tasks (default): accepted connections handed to a task each, as Hummingbird's server does;
-//   loops: the pipeline set up in the channel initializer, no task.
+//   affine: the same tasks, each run on the event loop that resumes it (as statusd runs its tasks,
+//           LoopAffineTaskExecutor);
+//   loops: the pipeline set up in the channel initializer, no task (as statusd's own listener does, NodeListener).
 
 /// A frame of a few hundred bytes, as statusd's welcome to a device without subscriptions, so that the writes cost alike.
 let welcome = ByteBuffer(string: String(repeating: "w", count: 320))
@@ -80,6 +82,19 @@ if mode == "loops" {
     }.bind(host: "127.0.0.1", port: port).get()
     print("connectfloor listening on \(port), \(mode)")
     try await server.closeFuture.get()
+} else if mode == "affine" {
+    // As Hummingbird's server does, with the tasks run on the loop that resumes them (as statusd's binary runs them).
+    let server = try await bootstrap.bind(host: "127.0.0.1", port: port) { upgradablePipeline($0) }
+    print("connectfloor listening on \(port), \(mode)")
+    try await withTaskExecutorPreference(AffineExecutor()) {
+        try await withThrowingDiscardingTaskGroup { group in
+            try await server.executeThenClose { upgrades in
+                for try await upgrade in upgrades {
+                    group.addTask { _ = try? await upgrade.get() }
+                }
+            }
+        }
+    }
 } else {
     // As Hummingbird's server does: accepted connections come as an async sequence, each awaited by a task of its own.
     let server = try await bootstrap.bind(host: "127.0.0.1", port: port) { upgradablePipeline($0) }
@@ -90,5 +105,16 @@ if mode == "loops" {
                 group.addTask { _ = try? await upgrade.get() }
             }
         }
+    }
+}
+
+/// Runs a job on the event loop of the thread that enqueues it (the first loop from any other thread).
+final class AffineExecutor: TaskExecutor, Sendable {
+    let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let current = MultiThreadedEventLoopGroup.currentEventLoop
+        let loop = loops.first { $0 === current } ?? loops[0]
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

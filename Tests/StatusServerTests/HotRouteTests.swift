@@ -108,7 +108,7 @@ import Testing
         try await node.test(.router) { nodeClient in
             try await routerAlone.test(.router) { routerClient in
                 var rng = SplitMix(seed: seed)
-                let admin = APIClient(client: nodeClient, adminKey: adminKey)
+                let admin = APIClient(client: RouterTestClient(client: nodeClient), adminKey: adminKey)
                 let config: JSONValue = ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": 100_000, "windowSeconds": 60]]
                 let app = try await admin.createApp(config: config)
                 let other = try await admin.createApp(config: config)
@@ -145,8 +145,8 @@ import Testing
                     let method: HTTPRequest.Method = query ? .post : .put
                     let body = query ? queryBodies[draw.3 % queryBodies.count] : statusBodies[draw.3 % statusBodies.count]
                     let key = keys[draw.4]
-                    let routerClient = APIClient(client: routerClient, adminKey: adminKey)
-                    let nodeClient = APIClient(client: nodeClient, adminKey: adminKey)
+                    let routerClient = APIClient(client: RouterTestClient(client: routerClient), adminKey: adminKey)
+                    let nodeClient = APIClient(client: RouterTestClient(client: nodeClient), adminKey: adminKey)
                     let first = try await routerClient.raw(method, path, key: key, body: body.isEmpty ? nil : body)
                     let hot = try await nodeClient.raw(method, path, key: key, body: body.isEmpty ? nil : body)
                     let again = try await routerClient.raw(method, path, key: key, body: body.isEmpty ? nil : body)

@@ -6,11 +6,17 @@ import ServiceLifecycle
 import StatusCore
 
 /// Builds a statusd node: the HTTP and WebSocket router and the node's services, wired by ``NodeWiring``, with the
-/// Redis client running as a service that starts before the server and stops after it. Tests call this too.
+/// Redis client running as a service that starts before the server and stops after it. Tests call this too; run as a
+/// service, the node listens with its own accept loop (``StatusNode``, ``NodeListener``).
 ///
 /// The node's metrics (``NodeMetrics``) are made here and belong to this node alone: several nodes built in one
 /// process count apart, and each one's `/metrics` shows its own counts.
 public func buildApplication(configuration: ServerConfiguration, logger: Logger) throws -> some ApplicationProtocol {
+    try buildNode(configuration: configuration, logger: logger)
+}
+
+/// The node ``buildApplication(configuration:logger:)`` returns, as its own type: the tests run it with its listener.
+func buildNode(configuration: ServerConfiguration, logger: Logger) throws -> StatusNode {
     let metrics = NodeMetrics()
     let redis = RedisClient(configuration: configuration.nodeRedis, logger: logger, metrics: metrics.redisClient)
     let wiring = try NodeWiring(configuration: configuration, redis: redis, metrics: metrics, logger: logger)
@@ -34,16 +40,17 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
     configuration.drain.attach { duration in await fanout.drainSessions(over: duration) }
     let hot = responder.hot
     let http = HTTP1Channel.Configuration(idleTimeout: .seconds(configuration.httpIdleTimeoutSeconds))
+    let channel: @Sendable (@escaping HTTPChannelHandler.Responder) -> DeviceServerChannel = { responder in
+        DeviceServerChannel(
+            responder: hot.answeringFirst(responder),
+            gateway: gateway,
+            http: http,
+            requestTimeout: .init(configuration.requestTimeout)
+        )
+    }
     var app = Application(
         responder: responder,
-        server: HTTPServerBuilder { responder in
-            DeviceServerChannel(
-                responder: hot.answeringFirst(responder),
-                gateway: gateway,
-                http: http,
-                requestTimeout: .init(configuration.requestTimeout)
-            )
-        },
+        server: HTTPServerBuilder { channel($0) },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
         logger: logger
     )
@@ -68,7 +75,7 @@ public func buildApplication(configuration: ServerConfiguration, logger: Logger)
             )
         )
     }
-    return app
+    return StatusNode(application: app, channel: channel, host: configuration.host, port: configuration.port, dates: hot.dates)
 }
 
 /// The `Server` header of every response.

@@ -4,7 +4,8 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import StatusCore
-import StatusServer
+
+@testable import StatusServer
 
 /// A response as the tests see it: status code, headers and the JSON body (or `.null`).
 struct APIResponse {
@@ -15,7 +16,7 @@ struct APIResponse {
 
 /// A client for one statusd app under test, with the admin key and (after ``createApp(config:)``) an app and its key.
 struct APIClient {
-    let client: any TestClientProtocol
+    let client: any NodeTestClient
     let adminKey: String
     var appId: String = ""
     var apiKey: String = ""
@@ -94,10 +95,18 @@ let premiumAppConfig: AppConfig = {
     return config
 }()
 
+/// How a test runs its node: through the router, with no sockets, or live, with real HTTP and WebSocket connections.
+enum NodeTestMode {
+    /// HummingbirdTesting's `.router`: requests go to the application's responder.
+    case router
+    /// The node run as the binary runs it, with its own listener on a free port (``withLiveNode(_:_:)``).
+    case live
+}
+
 /// Runs `body` against a statusd built by `buildApplication` on the test Redis, through the router (no sockets)
 /// or live (`.live`, real HTTP and WebSocket on a free port).
 func withStatusd<Value>(
-    _ mode: TestingSetup = .router,
+    _ mode: NodeTestMode = .router,
     adminKey: String = "admin-" + UUID().uuidString,
     configure: (inout ServerConfiguration) -> Void = { _ in },
     _ body: @Sendable (APIClient) async throws -> Value
@@ -106,9 +115,16 @@ func withStatusd<Value>(
     logger.logLevel = .warning
     var configuration = ServerConfiguration(host: "127.0.0.1", port: 0, redis: try TestRedis.configuration, adminKey: adminKey)
     configure(&configuration)
-    let app = try buildApplication(configuration: configuration, logger: logger)
-    return try await app.test(mode) { client in
-        try await body(APIClient(client: client, adminKey: adminKey))
+    let node = try buildNode(configuration: configuration, logger: logger)
+    switch mode {
+    case .router:
+        return try await node.test(.router) { client in
+            try await body(APIClient(client: RouterTestClient(client: client), adminKey: adminKey))
+        }
+    case .live:
+        return try await withLiveNode(node) { client in
+            try await body(APIClient(client: client, adminKey: adminKey))
+        }
     }
 }
 

@@ -1,0 +1,85 @@
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOExtras
+import NIOPosix
+import ServiceLifecycle
+
+/// The node's own accept loop, as the binary runs it (``StatusNode``): every accepted connection is set up on its event
+/// loop by ``DeviceServerChannel``, and only those that turn out to be plain HTTP are handed to a task, which serves
+/// their requests (Hummingbird's HTTP handling, `handleHTTP`). A device connection never has a task: its upgrade goes
+/// to the gateway from the loop, and the session's channel handler owns it from there.
+///
+/// Why: Hummingbird's server passes every accepted connection through an async sequence to a task of its own, which for
+/// a device only waits for the upgrade to be handed over and ends. Measured under a connect of nothing else (the floor,
+/// `connectfloor` in scripts/bench-connect), that task and its hand-overs cost 55–80 µs of a connect+disconnect cycle
+/// of 250–400, most of a device's churn that is not statusd's own work (docs/benchmarks.md).
+///
+/// What Hummingbird's server does for a connection is kept: the listen backlog and `SO_REUSEADDR`, remote half-closure,
+/// the backoff on `EMFILE` (NIO's accept handler), and the graceful shutdown: the listening socket closes and every
+/// connection is told to quiesce (`ServerQuiescingHelper`: an HTTP connection closes once its request in flight is
+/// answered), and the service returns when the HTTP connections' tasks have ended. Device sockets are closed by the
+/// node's drain before that (``NodeDrain``).
+///
+/// The tests run nodes through Hummingbird's server with the same ``DeviceServerChannel`` (HummingbirdTesting builds
+/// its own); `NodeListenerTests` runs this listener.
+struct NodeListener: Service {
+    let child: DeviceServerChannel
+    let host: String
+    let port: Int
+    /// The listen backlog (Hummingbird's server configuration's).
+    let backlog: Int
+    let group: any EventLoopGroup
+    let logger: Logger
+    /// Called with the listening socket once it is bound (its port, when the node asked for port 0).
+    let onRunning: @Sendable (any Channel) async -> Void
+
+    /// How many plain HTTP connections may wait for their task to pick them up. A task starts in microseconds, so this
+    /// bound is met only when the node's tasks cannot run at all; a connection past it is closed rather than held.
+    static let waitingConnections = 256
+
+    func run() async throws {
+        let quiescing = ServerQuiescingHelper(group: group)
+        let (connections, waiting) = AsyncStream.makeStream(
+            of: DeviceServerChannel.Value.self,
+            bufferingPolicy: .bufferingOldest(Self.waitingConnections)
+        )
+        let child = self.child
+        let logger = self.logger
+        let server = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: numericCast(backlog))
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { server in
+                server.eventLoop.makeCompletedFuture {
+                    try server.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: server))
+                }
+            }
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelInitializer { connection in
+                child.setup(channel: connection, logger: logger).map { value in
+                    value.outcome.whenSuccess { outcome in
+                        guard case .http = outcome else { return }
+                        guard case .enqueued = waiting.yield(value) else {
+                            connection.close(promise: nil)
+                            return
+                        }
+                    }
+                }
+            }
+            .bind(host: host, port: port).get()
+        // No connection is accepted after the listening socket closes: the sequence ends with it.
+        server.closeFuture.whenComplete { _ in waiting.finish() }
+        logger.info("statusd listening", metadata: ["address": "\(host):\(server.localAddress?.port ?? port)"])
+        await onRunning(server)
+        await withGracefulShutdownHandler {
+            await withDiscardingTaskGroup { tasks in
+                for await connection in connections {
+                    tasks.addTask { await child.handle(value: connection, logger: logger) }
+                }
+            }
+        } onGracefulShutdown: {
+            quiescing.initiateShutdown(promise: nil)
+        }
+        try? await server.close()
+    }
+}
