@@ -11,9 +11,10 @@ import ServiceLifecycle
 /// to the gateway from the loop, and the session's channel handler owns it from there.
 ///
 /// Why: Hummingbird's server passes every accepted connection through an async sequence to a task of its own, which for
-/// a device only waits for the upgrade to be handed over and ends. Measured under a connect of nothing else (the floor,
-/// `connectfloor` in scripts/bench-connect), that task and its hand-overs cost 55–80 µs of a connect+disconnect cycle
-/// of 250–400, most of a device's churn that is not statusd's own work (docs/benchmarks.md).
+/// a device only waits for the upgrade to be handed over and ends. Under a bare server (`connectfloor`, in
+/// scripts/bench-connect) that task costs 55–95 µs of a connect+disconnect cycle even on the event loops; in statusd,
+/// a cycle costs about 8 % less without it at 1,000 cycles/s, and the same at the churn limit, where a busy loop runs
+/// the task in a turn it takes anyway (docs/benchmarks.md).
 ///
 /// What Hummingbird's server does for a connection is kept: the listen backlog and `SO_REUSEADDR`, remote half-closure,
 /// the backoff on `EMFILE` (NIO's accept handler), and the graceful shutdown: the listening socket closes and every
