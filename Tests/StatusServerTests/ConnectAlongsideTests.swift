@@ -8,7 +8,7 @@ import Testing
 
 /// On a single server a WebSocket connect is one script call: `device_connect.lua` writes the node's device list entry
 /// (SPEC §9) and the app's online index (SPEC §4, §10.6 roles, §7 recent changes) in the connect's own step
-/// (``DeviceConnect/Alongside``). Against a real Redis; on a cluster the keys are in other slots and the node writes
+/// (``DeviceConnect/Alongside``), and a departure writes the index in its own step too (``DevicesRemove/Alongside``). Against a real Redis; on a cluster the keys are in other slots and the node writes
 /// them apart, as the last test checks.
 @Suite(.redis) struct ConnectAlongsideTests {
     private static func wiring() throws -> (RedisClient, NodeWiring) {
@@ -83,6 +83,48 @@ import Testing
                 // And the app's listing shows her, as any node's would.
                 let online = try await app.call(.get, "/users?status=online")
                 #expect(online.body["users"].array.contains { $0["userId"] == "alice" } == true, "\(online.body)")
+                _ = try await redis.send("DEL", NodeStore.devices("alongside-\(app.appId)"))
+            }
+        }
+    }
+
+    /// A departure on a single server writes the app's online index in its own step too (``DevicesRemove/Alongside``)
+    /// when it takes the user out of `online`; one that leaves a device changes the devices only and leaves it alone.
+    @Test func aDepartureWritesTheOnlineIndexInItsOwnStep() async throws {
+        try await withStatusd(.live) { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["dave"])
+            expectOK(try await app.call(.put, "/users/dave", ["role": "crew"]))
+            try await Self.onASingleServer { (redis: RedisClient, wiring: NodeWiring) async throws in
+                let keys = RedisKeys(appId: app.appId)
+                _ = try await Self.connect(wiring, app, "dave", "phone", alongside: Self.alongside(app, member: "m-phone"))
+                let tablet = try await Self.connect(wiring, app, "dave", "tablet", alongside: Self.alongside(app, member: "m-tablet"))
+                let index = DevicesRemove.Alongside(app: keys, keepMs: 60_000)
+                func remove(_ deviceId: String) async throws -> StatusRepository.RemoveResult {
+                    try await wiring.statuses.remove(
+                        appId: app.appId,
+                        userId: "dave",
+                        deviceIds: [deviceId],
+                        leavingAs: .offline,
+                        retentionSeconds: 60,
+                        alongside: index
+                    )
+                }
+                let first = try await remove("tablet")
+                #expect(first.change == .devices)
+                #expect(try await redis.send("ZSCORE", keys.online, "dave").string != nil)
+                #expect(try await redis.send("HGET", keys.onlineVersions, "dave").string == String(tablet.write.reply.status.version))
+                let last = try await remove("phone")
+                #expect(last.change == .status)
+                #expect(last.reply.status.statusType == .offline)
+                #expect(try await redis.send("ZSCORE", keys.online, "dave").string == nil)
+                #expect(try await redis.send("ZSCORE", keys.onlineRolePrefix + "crew", "dave").string == nil)
+                #expect(try await redis.send("HGET", keys.onlineVersions, "dave").string == String(last.reply.status.version))
+                #expect(try await redis.send("ZSCORE", keys.recentChanges, "dave").string != nil)
+                // The node's own writer never ran for these departures.
+                #expect(wiring.recorder.onlineIndex.batchesWritten == 0)
+                let offline = try await app.call(.get, "/users?status=offline")
+                #expect(offline.body["users"].array.contains { $0["userId"] == "dave" } == true, "\(offline.body)")
                 _ = try await redis.send("DEL", NodeStore.devices("alongside-\(app.appId)"))
             }
         }

@@ -26,7 +26,11 @@ import Testing
                 _ = try? await watcher.waitFor(timeout: .seconds(2)) {
                     $0["event"].string == "onUserStatusChanged" && $0["statuses"][0]["statusType"].string == "offline"
                 }
-                return try await watcher.statusEvents(of: "alice", settle: .milliseconds(200))
+                // Alice's changes have versions from 1. A bus gap (on a loaded machine, the node's shard connection
+                // missing a ping and reconnecting) has the node re-read and deliver every watched user's status it has
+                // not delivered yet, which before her first connect is her version 0: the current state told again,
+                // not a change, and not what these tests count.
+                return try await watcher.statusEvents(of: "alice", settle: .milliseconds(200)).filter { $0["version"].int != 0 }
             }
         }
     }

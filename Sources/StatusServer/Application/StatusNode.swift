@@ -27,7 +27,6 @@ struct StatusNode: ApplicationProtocol {
     var logger: Logger { application.logger }
     var services: [any Service] { application.services }
     var eventLoopGroup: any EventLoopGroup { application.eventLoopGroup }
-    var processesRunBeforeServerStart: [@Sendable () async throws -> Void] { application.processesRunBeforeServerStart }
 
     func onServerRunning(_ channel: any Channel) async {
         await application.onServerRunning(channel)
@@ -50,9 +49,6 @@ struct StatusNode: ApplicationProtocol {
                 await onListening(channel)
             }
         )
-        for process in processesRunBeforeServerStart {
-            try await process()
-        }
         let group = ServiceGroup(configuration: .init(services: services + [listener], logger: logger))
         try await group.run()
     }

@@ -14,7 +14,7 @@ struct GraceSweeper: Sendable {
     /// The node\'s wall time: what is due now.
     let clock: any NodeClock
     let statuses: StatusRepository
-    /// What follows the change, as after any departure (``PresenceOperations/recordChange(app:userId:change:reply:clearedCustomStatus:)``).
+    /// What follows the change, as after any departure (``PresenceOperations/recordChange(app:userId:change:reply:clearedCustomStatus:indexed:)``).
     let presence: PresenceOperations
 
     /// One pass over the apps with a grace that ends. Returns how many users went offline.

@@ -226,6 +226,10 @@ struct PresenceOperations: Sendable {
         delivered: [UInt64: Int64] = [:],
         audience: ResumePoint.Audience? = nil
     ) async throws -> (removed: [String], status: UserStatus) {
+        // On a single server the departure writes the app's online index in its own step (one round trip).
+        let alongside =
+            await statuses.isSingleServer()
+            ? DevicesRemove.Alongside(app: RedisKeys(appId: app.appId), keepMs: recorder.keepMs(app.config)) : nil
         let result = try await statuses.remove(
             appId: app.appId,
             userId: userId,
@@ -236,7 +240,8 @@ struct PresenceOperations: Sendable {
             silentForMs: silentForMs,
             resumePoint: resumePoint(connection: connection, lostAgoMs: lostAgoMs, delivered: delivered, audience: audience),
             resumeTTLms: Int64(app.config.heartbeatTimeoutSeconds) * 1000,
-            graceSeconds: app.config.offlineGraceSeconds
+            graceSeconds: app.config.offlineGraceSeconds,
+            alongside: alongside
         )
         let backend = result.removed.filter { $0.record.kind == .backend }
         if !backend.isEmpty {
@@ -247,7 +252,14 @@ struct PresenceOperations: Sendable {
             let devices = sockets.map { ClosedDevice(deviceId: $0.deviceId, connection: $0.record.connection) }
             await bus.publish(.devicesClosed(appId: app.appId, userId: userId, devices: devices, reason: departure.closeReason))
         }
-        await recordChange(app: app, userId: userId, change: result.change, reply: result.reply, clearedCustomStatus: result.clearedCustomStatus)
+        await recordChange(
+            app: app,
+            userId: userId,
+            change: result.change,
+            reply: result.reply,
+            clearedCustomStatus: result.clearedCustomStatus,
+            indexed: alongside != nil
+        )
         for device in result.removed {
             await webhooks.enqueue(
                 app: app,
@@ -262,10 +274,17 @@ struct PresenceOperations: Sendable {
     }
 
     /// What follows a presence change a script wrote (a departure, the end of an offline grace): the online index and
-    /// the log of recent changes (``ChangeRecorder``), and, when it cleared the custom status, the webhook's
-    /// `customStatusChange` (SPEC §8).
-    func recordChange(app: AppRecord, userId: String, change: StatusRepository.Change, reply: StatusReply, clearedCustomStatus: Bool) async {
-        await recorder.recordPresence(app: app, change: change, reply: reply)
+    /// the log of recent changes (``ChangeRecorder``), unless the script wrote them itself (`indexed`), and, when it
+    /// cleared the custom status, the webhook's `customStatusChange` (SPEC §8).
+    func recordChange(
+        app: AppRecord,
+        userId: String,
+        change: StatusRepository.Change,
+        reply: StatusReply,
+        clearedCustomStatus: Bool,
+        indexed: Bool = false
+    ) async {
+        if !indexed { await recorder.recordPresence(app: app, change: change, reply: reply) }
         guard clearedCustomStatus else { return }
         await webhooks.enqueueCustomStatusChange(
             app: app,

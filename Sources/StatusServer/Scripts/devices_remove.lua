@@ -21,11 +21,18 @@
 -- SPEC §2 heartbeat timeout: a backend-driven device is removed for silence only when it has been silent for the
 -- timeout on the Redis clock that stamps its heartbeats (`hb`). The sweeping node finds candidates on its own clock; a
 -- node whose clock runs ahead may ask early, and then nothing is removed.
--- KEYS: status, profile, devices, subs[, the device's resume point key]
+-- SPEC §4 (listing by presence), on a single server only: the app's online index is written in this same step with a
+-- status change (the user leaving `online`, or automatic away), as device_connect.lua does for a connect, so that a
+-- departure is one round trip. Its
+-- keys are in another hash slot than the user's, which a cluster does not allow in one script: there the node writes
+-- it in a step of its own (OnlineIndexWriter.swift, after this one).
+-- KEYS: status, profile, devices, subs[, the device's resume point key][, online index, applied versions, recent
+--       changes, listed roles (a single server)]
 -- ARGV: mode ('offline'|'unlogined'), retention ms, connection id ('' = any), silent-for ms ('' = no check),
 --       appId, userId, user channel, app slot channel (docs/bus.md), resume point without its moment
 --       (`<connection> <the rest>`, ResumePoint.Pending; '' = none), its TTL in ms, grace ms ('0' = none), how many ms
---       before now the point's moment is, deviceIds... (none = every device)
+--       before now the point's moment is[, recent changes keep ms, role indexes' prefix (with the single-server
+--       keys)], deviceIds... (none = every device)
 -- SPEC §8: whether a custom status was cleared with it is part of the reply (a `customStatusChange` callback).
 -- Reply: {changed (0 none | 1 status | 2 devices only), custom status cleared (0|1), removed count, removed id 1,
 --         removed JSON 1, ..., <status reply>}
@@ -34,9 +41,16 @@ if ARGV[9] ~= '' then
     local connection, rest = string.match(ARGV[9], '^(%S+)(.*)$')
     redis.call('SET', KEYS[5], connection .. ' ' .. string.format('%d', now - tonumber(ARGV[12])) .. rest, 'PX', ARGV[10])
 end
+-- The online index's keys are the last four, after the resume point's when there is one.
+local index
+local first_id = 13
+if #KEYS >= 8 then
+    index = { KEYS[#KEYS - 3], KEYS[#KEYS - 2], KEYS[#KEYS - 1], KEYS[#KEYS] }
+    first_id = 15
+end
 local ids = {}
-if #ARGV > 12 then
-    for i = 13, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #ARGV >= first_id then
+    for i = first_id, #ARGV do ids[#ids + 1] = ARGV[i] end
 else
     ids = redis.call('HKEYS', KEYS[3])
 end
@@ -91,7 +105,7 @@ if #removed > 0 then
             changed = 1
         end
     end
-elseif ARGV[1] == 'unlogined' and #ARGV <= 12 then
+elseif ARGV[1] == 'unlogined' and #ARGV < first_id then
     -- Every device kicked while none is connected: an offline grace, if one runs, ends now.
     local g = redis.call('HMGET', KEYS[1], 'gd', 't')
     if g[1] and g[2] == 'online' and redis.call('HLEN', KEYS[3]) == 0 then
@@ -103,5 +117,9 @@ for _, value in ipairs(removed) do header[#header + 1] = value end
 local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], #removed > 0, devices)
 if changed ~= 0 then
     publish_status(ARGV[7], ARGV[8], ARGV[5], ARGV[6], changed, reply, public_change)
+end
+if index and changed == 1 then
+    index_presence(index, ARGV[14], ARGV[6], tonumber(reply[4]), reply[1] == 'online', reply[5], now)
+    trim_recent(index[3], now, tonumber(ARGV[13]))
 end
 return with_header(header, reply)

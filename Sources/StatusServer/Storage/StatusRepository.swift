@@ -425,7 +425,8 @@ struct StatusRepository: Sendable {
 
     /// Removes devices (all when `deviceIds` is empty). `connectionId` limits removal to that connection's record;
     /// `silentForMs` to devices whose last heartbeat is older than that on Redis's clock. `resumePoint` (with one
-    /// device) is stored for the device in the same step, kept `resumeTTLms` (SPEC §7).
+    /// device) is stored for the device in the same step, kept `resumeTTLms` (SPEC §7). On a single server `alongside`
+    /// has the app's online index written in the same step too (``DevicesRemove/Alongside``).
     func remove(
         appId: String,
         userId: String,
@@ -436,11 +437,12 @@ struct StatusRepository: Sendable {
         silentForMs: Int64? = nil,
         resumePoint: ResumePoint.Pending? = nil,
         resumeTTLms: Int64 = 0,
-        graceSeconds: Int = 0
+        graceSeconds: Int = 0,
+        alongside: DevicesRemove.Alongside? = nil
     ) async throws -> RemoveResult {
         let user = RedisKeys(appId: appId).user(userId)
         let resumed = deviceIds.count == 1 ? resumePoint : nil
-        let keys = DevicesRemove.Keys(user: user, resumeDeviceId: resumed == nil ? nil : deviceIds[0])
+        let keys = DevicesRemove.Keys(user: user, resumeDeviceId: resumed == nil ? nil : deviceIds[0], alongside: alongside)
         var graceMs = mode == .offline ? Int64(graceSeconds) * 1000 : 0
         if graceMs > 0 {
             // SPEC §10.3: the grace index entry first, acknowledged, so that a grace the script starts is always in the
@@ -463,9 +465,10 @@ struct StatusRepository: Sendable {
             resumePoint: resumed,
             resumeTTLms: resumeTTLms,
             graceMs: graceMs,
-            deviceIds: deviceIds
+            deviceIds: deviceIds,
+            alongside: alongside
         )
-        let reply = try await runner.run(DevicesRemove.self, keys: keys, arguments: arguments)
+        let reply = try await runner.run(DevicesRemove.self, keys: keys, arguments: arguments, acrossSlots: alongside != nil)
         return RemoveResult(
             change: reply.change,
             clearedCustomStatus: reply.clearedCustomStatus,

@@ -155,6 +155,24 @@ import Testing
         arguments.resumePoint = ResumePoint.Pending(connection: "c1", lostAgoMs: 1500, delivered: [0xab: 3])
         #expect(arguments.strings == ["offline", "1000", "", "5", "app", "u"] + channels + ["c1 #ab:3", "60000", "0", "1500", "d"])
         #expect(arguments.resumePoint?.stored(atRedisMs: 10_000) == ResumePoint(stored: "c1 8500 #ab:3"))
+        // On a single server the online index's keys come last (after the resume point's), and its two arguments
+        // before the deviceIds.
+        let app = RedisKeys(appId: "app")
+        let alongside = DevicesRemove.Alongside(app: app, keepMs: 90_000)
+        let indexKeys = [app.online, app.onlineVersions, app.recentChanges, app.onlineRoles]
+        #expect(
+            DevicesRemove.Keys(user: user, resumeDeviceId: "d", alongside: alongside).strings
+                == [user.status, user.profile, user.devices, user.subscriptions, user.resume("d")] + indexKeys
+        )
+        #expect(
+            DevicesRemove.Keys(user: user, resumeDeviceId: nil, alongside: alongside).strings
+                == [user.status, user.profile, user.devices, user.subscriptions] + indexKeys
+        )
+        arguments.alongside = alongside
+        #expect(
+            arguments.strings
+                == ["offline", "1000", "", "5", "app", "u"] + channels + ["c1 #ab:3", "60000", "0", "1500", "90000", app.onlineRolePrefix, "d"]
+        )
     }
 
     @Test func graceEnd() throws {

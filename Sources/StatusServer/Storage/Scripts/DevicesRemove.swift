@@ -6,22 +6,34 @@ import StatusCore
 enum DevicesRemove: StatusScript {
     static func script(in library: ScriptLibrary) -> RedisScript { library.devicesRemove }
 
-    /// KEYS: status, profile, devices, subs, and the device's resume point key when one is stored.
+    /// What a departure also writes on a single server, in its own step: the app's online index when the user leaves
+    /// `online` (SPEC §4). A cluster keeps it in another hash slot than the user's, written in a step of its own
+    /// (``OnlineIndexWriter``).
+    struct Alongside: Sendable {
+        /// The app whose online index is updated, and how long its recent changes keep an entry.
+        var app: RedisKeys
+        var keepMs: Int64
+    }
+
+    /// KEYS: status, profile, devices, subs, the device's resume point key when one is stored, then with ``Alongside``
+    /// the online index, applied versions, recent changes, listed roles (the script finds them as the last four).
     struct Keys: ScriptInput {
         var user: UserKeys
         /// The device whose resume point is written (only with one device removed).
         var resumeDeviceId: String?
+        var alongside: Alongside? = nil
 
         var strings: [String] {
             var keys = [user.status, user.profile, user.devices, user.subscriptions]
             if let resumeDeviceId { keys.append(user.resume(resumeDeviceId)) }
+            if let app = alongside?.app { keys += [app.online, app.onlineVersions, app.recentChanges, app.onlineRoles] }
             return keys
         }
     }
 
     /// ARGV: mode, retention ms, connection id, silent-for ms, appId, userId, the two status channels, resume point
-    /// without its moment, its TTL ms, grace ms, how long before the script runs the point's moment is, then the
-    /// deviceIds (none: every device).
+    /// without its moment, its TTL ms, grace ms, how long before the script runs the point's moment is, then with
+    /// ``Alongside`` the recent changes' keep ms and the role indexes' prefix, then the deviceIds (none: every device).
     struct Arguments: ScriptInput {
         var mode: StatusType
         var retentionMs: Int64
@@ -38,12 +50,14 @@ enum DevicesRemove: StatusScript {
         /// 0: no grace.
         var graceMs: Int64
         var deviceIds: [String]
+        var alongside: Alongside? = nil
 
         var strings: [String] {
             [mode.rawValue, String(retentionMs), connectionId ?? "", silentForMs.map(String.init) ?? "", appId, userId]
                 + BusChannels.statusArguments(appId, userId)
                 + [resumePoint?.scriptArgument ?? "", resumePoint == nil ? "0" : String(resumeTTLms), String(graceMs)]
-                + [String(resumePoint?.lostAgoMs ?? 0)] + deviceIds
+                + [String(resumePoint?.lostAgoMs ?? 0)]
+                + (alongside.map { [String($0.keepMs), $0.app.onlineRolePrefix] } ?? []) + deviceIds
         }
     }
 
