@@ -1,9 +1,12 @@
 /// Writes the online index of each app (`presence_index.lua`) with a ``GroupCommit``: updates of one app that arrive
 /// while its previous write is in flight go out together, in one script call.
 ///
-/// Every connect and departure that moves `statusType` updates the index, in the app's own hash slot (so not in the
-/// user's script). Under churn that was two script calls per connect+disconnect cycle, each costing Redis more in
-/// script overhead than in its commands; batched, a busy app pays one call per round trip instead of one per change.
+/// Every connect and departure that moves `statusType` updates the index, in the app's own hash slot. On a single server
+/// the connect's and the departure's own scripts write it (``DeviceConnect/Alongside``, ``DevicesRemove/Alongside``);
+/// this writer serves a cluster, where the user's script cannot, and the changes no such script makes (the end of an
+/// offline grace, backend logins, device state reports). Under churn on a cluster that was two script calls per
+/// connect+disconnect cycle, each costing Redis more in script overhead than in its commands; batched, a busy app pays
+/// one call per round trip instead of one per change.
 /// A caller still returns only once its own update is written: the index is as current as before.
 final class OnlineIndexWriter: Sendable {
     /// A user's status as the index takes it.
