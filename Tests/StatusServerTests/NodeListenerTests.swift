@@ -21,17 +21,9 @@ import Testing
             redis: try TestRedis.configuration,
             adminKey: "admin-" + UUID().uuidString
         )
-        var node = try buildNode(configuration: configuration, logger: logger)
-        let (ports, listening) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
-        node.onListening = { listening.yield($0.localAddress?.port ?? 0) }
-        let group = ServiceGroup(configuration: .init(services: [node], logger: logger))
+        let node = try buildNode(configuration: configuration, logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask {
-                defer { listening.finish() }
-                try await group.run()
-            }
-            var iterator = ports.makeAsyncIterator()
-            let port = try #require(await iterator.next())
+            let (group, port) = try await start(node, in: &tasks)
             let idle = try RawConnection(port: port)
             idle.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             #expect(await idle.readAvailable(timeout: .seconds(5)).hasPrefix("HTTP/1.1 200"))

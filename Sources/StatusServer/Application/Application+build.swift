@@ -75,7 +75,7 @@ func buildNode(configuration: ServerConfiguration, logger: Logger) throws -> Sta
             )
         )
     }
-    return StatusNode(application: app, channel: channel, host: configuration.host, port: configuration.port, dates: hot.dates)
+    return StatusNode(application: app, channel: channel, host: configuration.host, port: configuration.port)
 }
 
 /// The `Server` header of every response.

@@ -16,7 +16,6 @@ struct StatusNode: ApplicationProtocol {
     let channel: @Sendable (@escaping HTTPChannelHandler.Responder) -> DeviceServerChannel
     let host: String
     let port: Int
-    let dates: HTTPDateHeader
     /// Also called with the listening socket once it is bound, after the application's own `onServerRunning` (the
     /// tests learn the node's port from it).
     var onListening: @Sendable (any Channel) async -> Void = { _ in }
@@ -38,7 +37,7 @@ struct StatusNode: ApplicationProtocol {
     func run() async throws {
         let application = self.application
         let listener = NodeListener(
-            child: channel(application.responder.connectionResponder(logger: logger, dates: dates)),
+            child: channel(application.responder.connectionResponder(logger: logger)),
             host: host,
             port: port,
             backlog: configuration.backlog,

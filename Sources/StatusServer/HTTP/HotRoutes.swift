@@ -60,16 +60,22 @@ struct HotRoutes: Sendable {
             guard let route = HotRoute.match(method: request.method, path: request.uri.path) else {
                 return try await responder(request, writer, channel)
             }
-            var response = await respond(route, to: request)
-            response.headers[.date] = dates.current
-            response.headers[.server] = serverName
-            do {
-                try await writer.write(response: response.head, body: response.body)
-            } catch is HTTPParserError {
-                // The connection's loop answers a parse error itself with a 400; one arriving while this response was
-                // written must close the connection instead of answering twice (as Hummingbird's application does).
-                throw ResponseWriteFailed()
-            }
+            try await write(await respond(route, to: request), to: writer)
+        }
+    }
+
+    /// Writes a response written without Hummingbird's application (a hot route's, or any on the node's own listener),
+    /// with the `Date` and `Server` headers the application adds.
+    func write(_ response: Response, to writer: consuming ResponseWriter) async throws {
+        var response = response
+        response.headers[.date] = dates.current
+        response.headers[.server] = serverName
+        do {
+            try await writer.write(response: response.head, body: response.body)
+        } catch is HTTPParserError {
+            // The connection's loop answers a parse error itself with a 400; one arriving while this response was
+            // written must close the connection instead of answering twice (as Hummingbird's application does).
+            throw ResponseWriteFailed()
         }
     }
 

@@ -22,8 +22,7 @@ import ServiceLifecycle
 /// answered), and the service returns when the HTTP connections' tasks have ended. Device sockets are closed by the
 /// node's drain before that (``NodeDrain``).
 ///
-/// The tests run nodes through Hummingbird's server with the same ``DeviceServerChannel`` (HummingbirdTesting builds
-/// its own); `NodeListenerTests` runs this listener.
+/// The live tests run their nodes with this listener too (`withLiveNode`); `NodeListenerTests` checks its graceful stop.
 struct NodeListener: Service {
     let child: DeviceServerChannel
     let host: String

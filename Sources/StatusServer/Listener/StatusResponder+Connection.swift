@@ -8,12 +8,12 @@ extension StatusResponder {
     /// This responder as a connection's handler calls it on the node's own listener (``NodeListener``): each request
     /// gets its context, an unexpected error becomes a 500, and the response gets the `Date` and `Server` headers, as
     /// Hummingbird's application does for the connections of its own server (which the tests run).
-    func connectionResponder(logger: Logger, dates: HTTPDateHeader) -> HTTPChannelHandler.Responder {
+    func connectionResponder(logger: Logger) -> HTTPChannelHandler.Responder {
         { request, writer, channel in
             var logger = logger
             logger[metadataKey: "hb.request.id"] = .stringConvertible(RequestID())
             let context = StatusRequestContext(source: .init(channel: channel, logger: logger))
-            var response: Response
+            let response: Response
             do {
                 response = try await respond(to: request, context: context)
             } catch let error as HTTPParserError {
@@ -23,14 +23,7 @@ extension StatusResponder {
                 logger.debug("Unrecognised Error", metadata: ["error.type": "\(error)"])
                 response = Response(status: .internalServerError)
             }
-            response.headers[.date] = dates.current
-            response.headers[.server] = serverName
-            do {
-                try await writer.write(response: response.head, body: response.body)
-            } catch is HTTPParserError {
-                // A parse error arriving while the response was written: the connection is closed, not answered twice.
-                throw HotRoutes.ResponseWriteFailed()
-            }
+            try await hot.write(response, to: writer)
         }
     }
 }

@@ -62,10 +62,9 @@ struct LiveTestClient: NodeTestClient {
     var port: Int? { livePort }
 }
 
-/// Runs `node` as the binary does (its services and its own listener, ``StatusNode/run()``) on a free port, hands
-/// `body` a client connected to it, then shuts the node down gracefully, as HummingbirdTesting's `.live` does for an
-/// application run by Hummingbird's server.
-func withLiveNode<Value>(_ node: StatusNode, _ body: @Sendable (LiveTestClient) async throws -> Value) async throws -> Value {
+/// Starts `node` as the binary runs it (its services and its own listener, ``StatusNode/run()``) as a task of `tasks`;
+/// returns its service group, to stop it, and its port, once it listens.
+func start(_ node: StatusNode, in tasks: inout ThrowingTaskGroup<Void, any Error>) async throws -> (group: ServiceGroup, port: Int) {
     var node = node
     let (ports, listening) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
     node.onListening = { channel in
@@ -73,14 +72,21 @@ func withLiveNode<Value>(_ node: StatusNode, _ body: @Sendable (LiveTestClient) 
         listening.finish()
     }
     let group = ServiceGroup(configuration: .init(services: [node], logger: node.logger))
-    return try await withThrowingTaskGroup(of: Void.self) { tasks in
-        tasks.addTask {
-            // A node that stops before it listens (its port taken) ends the wait for its port.
-            defer { listening.finish() }
-            try await group.run()
-        }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw NodeDidNotListen() }
+    tasks.addTask {
+        // A node that stops before it listens (its port taken) ends the wait for its port.
+        defer { listening.finish() }
+        try await group.run()
+    }
+    var iterator = ports.makeAsyncIterator()
+    guard let port = await iterator.next() else { throw NodeDidNotListen() }
+    return (group, port)
+}
+
+/// Runs `node` on a free port (``start(_:in:)``), hands `body` a client connected to it, then shuts the node down
+/// gracefully, as HummingbirdTesting's `.live` does for an application run by Hummingbird's server.
+func withLiveNode<Value>(_ node: StatusNode, _ body: @Sendable (LiveTestClient) async throws -> Value) async throws -> Value {
+    try await withThrowingTaskGroup(of: Void.self) { tasks in
+        let (group, port) = try await start(node, in: &tasks)
         let client = TestClient(host: "127.0.0.1", port: port, configuration: .init(timeout: .seconds(20)))
         client.connect()
         let result: Result<Value, any Error>
