@@ -60,6 +60,14 @@ struct StatusdCommand: AsyncParsableCommand {
 
     @Option(
         help: """
+            Connections the kernel holds for the node before it accepts them (capped by net.core.somaxconn): a full \
+            backlog drops connects, which clients retry only after a second or more (env STATUSD_LISTEN_BACKLOG).
+            """
+    )
+    var listenBacklog: Int = Int(ProcessInfo.processInfo.environment["STATUSD_LISTEN_BACKLOG"] ?? "") ?? 4096
+
+    @Option(
+        help: """
             Port of an operator listener serving /metrics without credentials (env STATUSD_METRICS_PORT; the public \
             /metrics asks for the admin key).
             """
@@ -101,6 +109,7 @@ struct StatusdCommand: AsyncParsableCommand {
         configuration.metricsHost = metricsHost
         configuration.maxPendingConnects = max(1, maxPendingConnects)
         configuration.connectConcurrency = max(1, connectConcurrency)
+        configuration.listenBacklog = max(1, listenBacklog)
         configuration.drain = NodeDrain(duration: .milliseconds(Int64(max(0, drainSeconds) * 1000)))
         if adminKey == nil {
             // Logged, not printed: stdout is block-buffered under systemd and Docker, so a print could stay unseen; and

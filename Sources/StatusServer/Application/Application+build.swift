@@ -51,7 +51,11 @@ func buildNode(configuration: ServerConfiguration, logger: Logger) throws -> Sta
     var app = Application(
         responder: responder,
         server: HTTPServerBuilder { channel($0) },
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: serverName),
+        configuration: .init(
+            address: .hostname(configuration.host, port: configuration.port),
+            serverName: serverName,
+            backlog: configuration.listenBacklog
+        ),
         logger: logger
     )
     app.addServices(

@@ -45,6 +45,10 @@ public struct ServerConfiguration: Sendable {
     /// Device upgrades queued or connecting past which a new one is refused at once with 503 and `Retry-After`, however
     /// fast the node connects (``UpgradeAdmission``, which bounds them by time below this).
     public var maxPendingConnects = UpgradeAdmission.Limits().maxPending
+    /// The listening socket's backlog: connections the kernel completes and holds while the node has not accepted them
+    /// yet (capped by `net.core.somaxconn`). A full backlog drops the next connect silently and the client retries it
+    /// only after a second or more, so it is sized for a reconnect storm's burst, not for steady traffic.
+    public var listenBacklog = 4096
     /// Device connects run at the same time (``DeviceGateway/connects``): more absorb a reconnect storm sooner, fewer
     /// leave more of the node's concurrency pool to the deliveries and requests of the devices already connected.
     public var connectConcurrency = 96

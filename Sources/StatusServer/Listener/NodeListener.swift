@@ -27,12 +27,22 @@ struct NodeListener: Service {
     let child: DeviceServerChannel
     let host: String
     let port: Int
-    /// The listen backlog (Hummingbird's server configuration's).
+    /// The listen backlog (`--listen-backlog`, carried by Hummingbird's application configuration; the kernel caps it
+    /// at `net.core.somaxconn`).
     let backlog: Int
     let group: any EventLoopGroup
     let logger: Logger
     /// Called with the listening socket once it is bound (its port, when the node asked for port 0).
     let onRunning: @Sendable (any Channel) async -> Void
+
+    /// How many connections the listening socket accepts in one turn of its event loop. NIO's default is 4: with the
+    /// loop busy serving devices a turn takes a millisecond or more, which capped accepts near 2,000–3,000 a second
+    /// whatever the rest of the node could do; past that the kernel's listen queue filled, and every connect it then
+    /// dropped was retried by the client's TCP after 1 s, 3 s, 7 s (the seconds-long connect p99 of the churn bench
+    /// and the spread of a reconnect storm, docs/benchmarks.md). An accept and its pipeline cost microseconds, and what
+    /// comes after is bounded by the upgrade admission (``UpgradeAdmission``: 503 with `Retry-After`), so a larger
+    /// batch only moves the wait from the kernel's queue, where it is silent, to the node, where it is answered.
+    static let acceptsPerTurn: UInt = 64
 
     /// How many plain HTTP connections may wait for their task to pick them up. A task starts in microseconds, so this
     /// bound is met only when the node's tasks cannot run at all; a connection past it is closed rather than held.
@@ -49,6 +59,7 @@ struct NodeListener: Service {
         let server = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: numericCast(backlog))
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.maxMessagesPerRead, value: Self.acceptsPerTurn)
             .serverChannelInitializer { server in
                 server.eventLoop.makeCompletedFuture {
                     try server.pipeline.syncOperations.addHandler(quiescing.makeServerChannelHandler(channel: server))
