@@ -50,6 +50,10 @@ import Glibc
         let node = try await ChildNode(adminKey: "admin-" + UUID().uuidString, nodeId: nodeId, leaseSeconds: 15)
         defer { node.crash() }
         let burst = 600
+        // The kernel caps every backlog at net.core.somaxconn (4096 by default since Linux 5.4).
+        let somaxconn = try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8)
+        let cap = Int(somaxconn?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 0
+        guard cap > burst else { throw TestAppError(message: "net.core.somaxconn is \(cap) on this host: no backlog can hold \(burst)") }
         node.pause()
         let sockets = try await onOwnThread { try ConnectBurst(port: node.port, count: burst) }
         defer { sockets.close() }
@@ -126,7 +130,7 @@ private final class ConnectBurst: Sendable {
                 if text.hasPrefix("HTTP/1.1 200") && text.contains("\r\n\r\n") {
                     answered += 1
                     pending.remove(entry.fd)
-                } else if n <= 0 {
+                } else if n == 0 || (n < 0 && errno != EAGAIN) {
                     pending.remove(entry.fd)
                 }
             }
