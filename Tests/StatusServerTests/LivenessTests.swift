@@ -184,15 +184,16 @@ import Testing
                     status = try await app.call(.post, "/status/query", ["userIds": ["alice"]]).body["statuses"][0]["statusType"].string ?? ""
                 }
                 #expect(status == "offline")
+                // SPEC §9: no device stays connected to a node that shows it offline for more than its lease + 2 s. Her
+                // socket never closed, so from the moment she was seen offline she is online again within that.
+                let seenOffline = ContinuousClock.now
                 node.resume()
-                // Her socket never closed: within one lease period she is online again.
-                let resumed = ContinuousClock.now
-                while status != "online", ContinuousClock.now - resumed < .seconds(4) {
+                while status != "online", ContinuousClock.now - seenOffline < .seconds(5) {
                     try await Task.sleep(for: .milliseconds(200))
                     status = try await app.call(.post, "/status/query", ["userIds": ["alice"]]).body["statuses"][0]["statusType"].string ?? ""
                 }
                 #expect(status == "online")
-                #expect(ContinuousClock.now - resumed <= .seconds(4))
+                #expect(ContinuousClock.now - seenOffline <= .seconds(5), "lease 3 s + 2 s")
             }
         }
     }
