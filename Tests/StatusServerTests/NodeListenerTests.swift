@@ -71,10 +71,6 @@ private final class ConnectBurst: Sendable {
 
     init(port: Int, count: Int) throws {
         var descriptors: [Int32] = []
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
         for _ in 0..<count {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else {
@@ -82,11 +78,7 @@ private final class ConnectBurst: Sendable {
                 throw TestAppError(message: "no socket: errno \(errno)")
             }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            let started = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
+            let started = connectLoopback(fd, port: port)
             descriptors.append(fd)
             guard started == 0 || errno == EINPROGRESS else {
                 for fd in descriptors { _ = Glibc.close(fd) }

@@ -77,6 +77,18 @@ struct RawResponse {
     }
 }
 
+/// `connect(2)` of the socket `fd` to 127.0.0.1:`port`: its result (0, or -1 with `errno` set; `EINPROGRESS` for a
+/// non-blocking socket whose handshake is under way).
+func connectLoopback(_ fd: Int32, port: Int) -> Int32 {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = UInt16(port).bigEndian
+    return withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+}
+
 /// A TCP connection to the server under test, sending and reading only when told.
 final class RawConnection: @unchecked Sendable {
     // @unchecked: one test uses a connection, one call at a time.
@@ -85,14 +97,7 @@ final class RawConnection: @unchecked Sendable {
     init(port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestAppError(message: "socket failed") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else {
+        guard connectLoopback(fd, port: port) == 0 else {
             close(fd)
             throw TestAppError(message: "connect failed")
         }
