@@ -440,29 +440,30 @@ public final class RedisClient: Sendable, Service {
         return pool
     }
 
-    /// Reads `CLUSTER SLOTS` from the first node that answers (known masters first, then the configured one), unless
-    /// that was done less than ``refreshInterval`` ago or is being done now.
+    /// Reads `CLUSTER SLOTS` from the nodes that answer (known masters first, then the configured one) until one gives a
+    /// map of reachable masters covering every slot (``RedisTopologyPick``), unless that was done less than
+    /// ``refreshInterval`` ago or is being done now.
     private func refreshTopologyThrottled() async {
-        let candidates: [RedisNodePool]? = self.routing.withLock { routing in
+        let refresh: (candidates: [RedisNodePool], pick: RedisTopologyPick)? = self.routing.withLock { routing in
             let now = NIODeadline.now()
             guard !routing.isRefreshing, routing.lastRefresh.map({ now - $0 >= Self.refreshInterval }) ?? true else { return nil }
             routing.isRefreshing = true
             var pools = routing.topology.masters.compactMap { routing.pools[$0] }.filter { !$0.isUnreachable }
             if !pools.contains(where: { $0 === self.seed }) { pools.append(self.seed) }
             pools += routing.pools.values.filter { pool in !pools.contains { $0 === pool } }
-            return pools
+            let unreachable = Set(routing.pools.values.filter(\.isUnreachable).map(\.endpoint))
+            return (pools, RedisTopologyPick(unreachable: unreachable))
         }
-        guard let candidates else { return }
-        var found: RedisClusterTopology?
-        for pool in candidates {
+        guard let refresh else { return }
+        var pick = refresh.pick
+        for pool in refresh.candidates {
             guard let reply = try? await pool.send(Self.encode([["CLUSTER", "SLOTS"]])), case .array = reply else { continue }
             let host: String
             if case .tcp(let nodeHost, _) = pool.endpoint { host = nodeHost } else { host = self.seedHost }
             guard let topology = try? RedisClusterTopology(clusterSlots: reply, fallbackHost: host) else { continue }
-            found = topology
-            if topology.coversAllSlots { break }
+            if pick.consider(topology) { break }
         }
-        if let found {
+        if let found = pick.best {
             self.metrics.topologyRefreshes.increment()
             self.apply(found)
         } else {

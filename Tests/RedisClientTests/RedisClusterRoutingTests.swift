@@ -65,6 +65,43 @@ import Testing
         }
     }
 
+    /// After a failover the nodes learn of the promoted replica one after another: a map that still names the dead
+    /// master is kept only while no node has a better one.
+    @Test func aRefreshPrefersTheMapOfMastersItCanReach() throws {
+        func map(_ owners: [(ClosedRange<Int>, Int)]) -> RedisClusterTopology {
+            var topology = RedisClusterTopology()
+            for (slots, port) in owners { topology.assign(slots, to: .tcp(host: "h", port: port)) }
+            return topology
+        }
+        let dead = RedisConfiguration.Endpoint.tcp(host: "h", port: 1)
+        let stale = map([(0...8191, 1), (8192...16383, 2)])
+        let promoted = map([(0...8191, 3), (8192...16383, 2)])
+        let partial = map([(8192...16383, 2)])
+
+        // A node that has not heard of the failover answers first: the client asks on, and takes the promoted map.
+        var pick = RedisTopologyPick(unreachable: [dead])
+        var done = pick.consider(partial)
+        #expect(!done && pick.best == partial)
+        done = pick.consider(stale)
+        #expect(!done && pick.best == stale)
+        done = pick.consider(promoted)
+        #expect(done && pick.best == promoted)
+        // A stale map after it does not replace it.
+        _ = pick.consider(stale)
+        #expect(pick.best == promoted)
+
+        // No node has heard yet: the stale map that covers every slot is kept, not a partial one read later.
+        var none = RedisTopologyPick(unreachable: [dead])
+        _ = none.consider(stale)
+        _ = none.consider(partial)
+        #expect(none.best == stale)
+
+        // With every master reachable, the first map covering every slot ends the refresh.
+        var healthy = RedisTopologyPick(unreachable: [])
+        done = healthy.consider(stale)
+        #expect(done && healthy.best == stale)
+    }
+
     @Test func commandsRouteByTheirKeys() {
         let slot = RedisKeySlot.of("st:{a:b}:status")
         #expect(RedisCommandRoute(["HGETALL", "st:{a:b}:status"]) == .slot(slot))
