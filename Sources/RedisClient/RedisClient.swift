@@ -213,6 +213,16 @@ public final class RedisClient: Sendable, Service {
         return try await self.pool(for: .slot(slot)).endpoint
     }
 
+    /// The server a command whose first key is `key` goes to now, as far as the client knows, without asking anything:
+    /// the configured server unless this is a cluster, else the master the slot map names for the key's slot (nil when
+    /// none, or for no key). Cheap enough for every call: a slot and a lookup.
+    public func currentEndpoint(forKey key: String?) -> RedisConfiguration.Endpoint? {
+        self.routing.withLock { routing in
+            guard routing.mode == .cluster else { return self.configuration.endpoint }
+            return key.flatMap { routing.topology.master(ofSlot: RedisKeySlot.of($0)) }
+        }
+    }
+
     /// The masters that serve slots (the configured server alone when it is not a cluster).
     public func masterEndpoints() async throws -> [RedisConfiguration.Endpoint] {
         try await self.masterPools().map(\.endpoint)

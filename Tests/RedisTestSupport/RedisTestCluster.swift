@@ -29,11 +29,13 @@ public final class RedisTestCluster: @unchecked Sendable {
     /// On a loaded machine a node can drop a handshake before it completes (the node timeout is short), and
     /// `redis-cli --cluster create` then waits for a join that never comes: a creation that does not finish within
     /// 20 s is given up, its nodes stopped, and a new cluster on other ports is made, up to three times.
-    public static func start(masters: Int = 3, replicas: Int = 0) async throws -> RedisTestCluster {
+    ///
+    /// `clockShifts`: nodes (by index) whose wall clock runs that far ahead of the machine's, or behind (``ClockShift``).
+    public static func start(masters: Int = 3, replicas: Int = 0, clockShifts: [Int: Duration] = [:]) async throws -> RedisTestCluster {
         var attempt = 1
         while true {
             do {
-                return try await self.startOnce(masters: masters, replicas: replicas)
+                return try await self.startOnce(masters: masters, replicas: replicas, clockShifts: clockShifts)
             } catch let error as RedisTestClusterError where attempt < 3 {
                 attempt += 1
                 FileHandle.standardError.write(Data("test cluster not formed, trying again: \(error.message)\n".utf8))
@@ -41,13 +43,13 @@ public final class RedisTestCluster: @unchecked Sendable {
         }
     }
 
-    private static func startOnce(masters: Int, replicas: Int) async throws -> RedisTestCluster {
+    private static func startOnce(masters: Int, replicas: Int, clockShifts: [Int: Duration]) async throws -> RedisTestCluster {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("statusd-cluster-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let cluster = RedisTestCluster(directory: directory)
         do {
-            for _ in 0..<(masters + replicas) {
-                try await cluster.launch(port: try await clusterPort())
+            for index in 0..<(masters + replicas) {
+                try await cluster.launch(port: try await clusterPort(), clockShift: clockShifts[index])
             }
             let addresses = cluster.nodes.prefix(masters).map { "127.0.0.1:\($0.port)" }
             try cluster.cli(["--cluster", "create"] + addresses + ["--cluster-replicas", "0", "--cluster-yes"], timeout: 20)
@@ -211,8 +213,11 @@ public final class RedisTestCluster: @unchecked Sendable {
         throw RedisTestClusterError(message: "the test cluster did not become healthy")
     }
 
-    private func launch(port: Int) async throws {
+    private func launch(port: Int, clockShift: Duration?) async throws {
         let process = Process()
+        if let clockShift {
+            process.environment = ProcessInfo.processInfo.environment.merging(try ClockShift.environment(shift: clockShift)) { $1 }
+        }
         process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-server")
         process.arguments = [
             "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no",
@@ -264,8 +269,13 @@ public struct RedisTestClusterError: Error, CustomStringConvertible {
 }
 
 /// Runs `body` against a private cluster, stopped afterwards whatever happens.
-public func withTestCluster(masters: Int = 3, replicas: Int = 0, _ body: (RedisTestCluster) async throws -> Void) async throws {
-    let cluster = try await RedisTestCluster.start(masters: masters, replicas: replicas)
+public func withTestCluster(
+    masters: Int = 3,
+    replicas: Int = 0,
+    clockShifts: [Int: Duration] = [:],
+    _ body: (RedisTestCluster) async throws -> Void
+) async throws {
+    let cluster = try await RedisTestCluster.start(masters: masters, replicas: replicas, clockShifts: clockShifts)
     do {
         try await body(cluster)
     } catch {

@@ -39,6 +39,28 @@ import Testing
         #expect(WriteFence(budget: .seconds(1)).deadlineMs() == 0)
     }
 
+    /// The masters of a cluster run on hosts whose clocks need not agree: each call is fenced on the clock of the
+    /// master it goes to, and a master not measured yet (one that just took over) on the clock measured last.
+    @Test func eachServerIsFencedOnItsOwnClock() {
+        let a = RedisConfiguration.Endpoint.tcp(host: "a", port: 1)
+        let b = RedisConfiguration.Endpoint.tcp(host: "b", port: 2)
+        let fence = WriteFence(budget: .milliseconds(1_500))
+        let made = start + .seconds(1)
+        fence.observe(server: a, redisMs: 1_000_000, sent: start, received: start)
+        fence.observe(server: b, redisMs: 1_003_000, sent: start, received: start)
+        let base = RedisClockEstimate(redisMs: 1_000_000, sent: start, received: start).fence(callMadeAt: made, budget: .milliseconds(1_500))
+        #expect(fence.deadlineMs(at: a, now: made) == base)
+        #expect(fence.deadlineMs(at: b, now: made) == base + 3_000)
+        // Unknown server, or none named: the clock measured last (b's).
+        #expect(fence.deadlineMs(at: .tcp(host: "c", port: 3), now: made) == base + 3_000)
+        #expect(fence.deadlineMs(now: made) == base + 3_000)
+        // A newer measure of a (its clock 500 ms further on) moves a's deadline only: 500 ms later, and 1 ms of drift
+        // allowance less, the measure being 500 ms nearer the call.
+        fence.observe(server: a, redisMs: 1_001_000, sent: start + .milliseconds(500), received: start + .milliseconds(500))
+        #expect(fence.deadlineMs(at: a, now: made) == base + 500 + 1)
+        #expect(fence.deadlineMs(at: b, now: made) == base + 3_000)
+    }
+
     /// A call whose deadline passed on Redis's clock writes nothing and is answered `UNAVAILABLE`; the same call within
     /// its deadline is applied.
     @Test func aCallThatReachesRedisAfterItsDeadlineChangesNothing() async throws {
@@ -51,7 +73,8 @@ import Testing
 
             // This node measured Redis's clock 10 s behind where it is: every call it makes now is 8.5 s late.
             let late = WriteFence(budget: .milliseconds(1_500))
-            late.observe(redisMs: redisMs - 10_000, sent: .now, received: .now)
+            let server = try TestRedis.configuration.endpoint
+            late.observe(server: server, redisMs: redisMs - 10_000, sent: .now, received: .now)
             let appId = "fence-\(UInt32.random(in: 0...UInt32.max))"
             let lateUsers = UserDirectory(redis: redis, scripts: try ScriptLibrary.load(fence: late), clock: SystemNodeClock())
             let refused = await #expect(throws: StatusError.self) {
@@ -62,7 +85,7 @@ import Testing
             #expect(try await redis.send("EXISTS", profile).int == 0)
 
             let onTime = WriteFence(budget: .milliseconds(1_500))
-            onTime.observe(redisMs: redisMs, sent: .now, received: .now)
+            onTime.observe(server: server, redisMs: redisMs, sent: .now, received: .now)
             let users = UserDirectory(redis: redis, scripts: try ScriptLibrary.load(fence: onTime), clock: SystemNodeClock())
             _ = try await users.put(appId: appId, userId: "u1", input: UserProfileInput(name: "on time"))
             #expect(try await redis.send("EXISTS", profile).int == 1)

@@ -58,6 +58,7 @@ struct HousekeepingService: Service {
                 // On the global pool, whatever executor the node's tasks prefer: never queued behind the event loops'
                 // work (LoopAffineTaskExecutor).
                 group.addTask(executorPreference: globalConcurrentExecutor) { await renewLease(lease) }
+                group.addTask(executorPreference: globalConcurrentExecutor) { await readClocks() }
                 group.addTask { await doWork(lease) }
             }
         }
@@ -82,6 +83,23 @@ struct HousekeepingService: Service {
                 let now = clock.now
                 if lease.state.withLock({ $0.renewalFailed(at: now) }) { closeSessionsCutOff() }
                 next = now + NodeLeaseState.retryAfterFailure
+            }
+            try? await clock.sleep(until: next)
+        }
+    }
+
+    /// SPEC §7: the write fence's clocks, read from every master on the lease's cadence, beside the lease loop so that a
+    /// master slow to answer never delays a renewal; after a failure, every 250 ms.
+    private func readClocks() async {
+        let registry = nodes
+        let period = renewalPeriod
+        while !Task.isCancelled {
+            var next = clock.now + period
+            do {
+                try await registry.readClocks()
+            } catch {
+                logger.debug("reading the redis clocks failed", metadata: ["error": "\(error)"])
+                next = clock.now + NodeLeaseState.retryAfterFailure
             }
             try? await clock.sleep(until: next)
         }

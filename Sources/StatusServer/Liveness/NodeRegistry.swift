@@ -88,6 +88,11 @@ final class NodeRegistry: Sendable {
         return hadLease || first ? .held : .lost
     }
 
+    /// Measures every master's clock for the write fence (``NodeStore/readClocks()``).
+    func readClocks() async throws {
+        try await store.readClocks()
+    }
+
     /// Nodes whose lease has expired, other than this one. Each node renews for a lease of its own length, and its
     /// lease key runs out in Redis after that length: a node not renewed for the shortest lease a node can have is a
     /// candidate, and its missing lease key says it is dead. (Judging other nodes by this node's own lease would leave

@@ -4,7 +4,7 @@ import RedisClient
 /// it holds and the lock of the survivor that cleans up after it. Node keys carry the hash tag `{nodeId}`.
 struct NodeStore: Sendable {
     let redis: RedisClient
-    /// Measured against Redis's clock by every renewal (its `TIME`).
+    /// Measured against each master's clock by ``readClocks()``.
     let fence: WriteFence
 
     /// Every node's last renewal (sorted set, score = epoch ms).
@@ -46,20 +46,33 @@ struct NodeStore: Sendable {
     }
 
     /// Renews the node's lease at `nowMs` for `leaseMs` and records the renewal; says whether the lease was still held.
-    /// The renewal also reads Redis's clock (`TIME`, in the same round trip) for the ``WriteFence``.
     func renew(_ nodeId: String, nowMs: Int64, leaseMs: Int64) async throws -> Bool {
-        let sent = ContinuousClock.now
         let replies = try await redis.pipeline([
             ["SET", Self.lease(nodeId), String(nowMs), "PX", String(leaseMs), "GET"],
             ["ZADD", Self.nodes, String(nowMs), nodeId],
-            ["TIME"],
         ])
-        if let time = replies.last?.array, time.count == 2, let seconds = time[0].string.flatMap({ Int64($0) }),
-            let micros = time[1].string.flatMap({ Int64($0) })
-        {
-            fence.observe(redisMs: seconds * 1000 + micros / 1000, sent: sent, received: .now)
-        }
         return replies.first?.string != nil
+    }
+
+    /// Reads the clock of every master (`TIME`, all at once, one round trip each) for the ``WriteFence``: a script call
+    /// is fenced on the clock of the server that runs it, and the masters of a cluster need not agree. A master that
+    /// does not answer keeps its last measure and does not hold up the others. Returns how many were measured.
+    @discardableResult
+    func readClocks() async throws -> Int {
+        let servers = try await redis.masterEndpoints()
+        return await withTaskGroup(of: Bool.self) { group in
+            for server in servers {
+                group.addTask {
+                    let sent = ContinuousClock.now
+                    guard let time = try? await redis.send(["TIME"], to: server).array, time.count == 2,
+                        let seconds = time[0].string.flatMap({ Int64($0) }), let micros = time[1].string.flatMap({ Int64($0) })
+                    else { return false }
+                    fence.observe(server: server, redisMs: seconds * 1000 + micros / 1000, sent: sent, received: .now)
+                    return true
+                }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
     }
 
     /// Nodes whose last renewal is at or before `cutoff` (epoch ms).

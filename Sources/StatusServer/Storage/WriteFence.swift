@@ -1,3 +1,4 @@
+import RedisClient
 import Synchronization
 
 /// SPEC §7: a refused request changes nothing, then or later. A call whose reply did not come within the command
@@ -7,13 +8,14 @@ import Synchronization
 /// `lib.lua` before anything else): the moment its caller gives up on it. A call that reaches Redis after its deadline
 /// changes nothing and answers `STATUSD_LATE`.
 ///
-/// The node measures how far Redis's clock is from its own monotonic clock (``RedisClockEstimate``) from the `TIME`
-/// each lease renewal carries, so the deadline holds whatever the node's wall clock says. Until the first measure the
-/// fence is open (deadline 0).
+/// The node measures how far each Redis server's clock is from its own monotonic clock (``RedisClockEstimate``) from
+/// the `TIME` it reads of every master each third of a lease, so the deadline holds whatever the node's wall clock
+/// says. The masters of a cluster run on hosts of their own, whose clocks need not agree: a call is fenced on the clock
+/// of the master that runs it (``ServerClocks``). Until the first measure the fence is open (deadline 0).
 final class WriteFence: Sendable {
     /// How long after it is made a call may still be applied: the command timeout, when its caller hears it failed.
     let budget: Duration
-    private let estimate = Mutex<RedisClockEstimate?>(nil)
+    private let clocks = Mutex(ServerClocks())
 
     init(budget: Duration) {
         self.budget = budget
@@ -22,18 +24,36 @@ final class WriteFence: Sendable {
     /// A fence that never refuses (tests that run scripts without a node).
     static var open: WriteFence { WriteFence(budget: .zero) }
 
-    /// The deadline of a call made now, in epoch milliseconds of Redis's clock; 0 while Redis's clock is unknown.
-    func deadlineMs(now: ContinuousClock.Instant = .now) -> Int64 {
-        guard budget > .zero, let estimate = estimate.withLock({ $0 }) else { return 0 }
+    /// The deadline of a call made now to `server`, in epoch milliseconds of that server's clock; 0 while no clock is
+    /// known. `nil`, or a server not measured yet: the clock measured last.
+    func deadlineMs(at server: RedisConfiguration.Endpoint? = nil, now: ContinuousClock.Instant = .now) -> Int64 {
+        guard budget > .zero, let estimate = clocks.withLock({ $0.estimate(of: server) }) else { return 0 }
         return estimate.fence(callMadeAt: now, budget: budget)
     }
 
-    /// Records a `TIME` reply (`redisMs`) to a command sent at `sent` and answered at `received`.
-    func observe(redisMs: Int64, sent: ContinuousClock.Instant, received: ContinuousClock.Instant) {
+    /// Records a `TIME` reply (`redisMs`) of `server` to a command sent at `sent` and answered at `received`.
+    func observe(server: RedisConfiguration.Endpoint, redisMs: Int64, sent: ContinuousClock.Instant, received: ContinuousClock.Instant) {
         let sample = RedisClockEstimate(redisMs: redisMs, sent: sent, received: received)
-        estimate.withLock { current in
-            current = current.map { $0.updated(with: sample) } ?? sample
-        }
+        clocks.withLock { $0.observe(sample, of: server) }
+    }
+}
+
+/// The clock of each Redis server the node has measured. Pure.
+struct ServerClocks: Sendable, Equatable {
+    private var estimates: [RedisConfiguration.Endpoint: RedisClockEstimate] = [:]
+    private var latest: RedisConfiguration.Endpoint?
+
+    /// The estimate of `server`'s clock; of the server measured last when `server` is nil or was never measured (a
+    /// master that took over since the last reading, until the next one), nil when none was.
+    func estimate(of server: RedisConfiguration.Endpoint?) -> RedisClockEstimate? {
+        if let server, let estimate = estimates[server] { return estimate }
+        return latest.flatMap { estimates[$0] }
+    }
+
+    /// Takes a measure of `server`'s clock (``RedisClockEstimate/updated(with:)``).
+    mutating func observe(_ sample: RedisClockEstimate, of server: RedisConfiguration.Endpoint) {
+        estimates[server] = estimates[server].map { $0.updated(with: sample) } ?? sample
+        latest = server
     }
 }
 

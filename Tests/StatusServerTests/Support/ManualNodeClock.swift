@@ -27,9 +27,9 @@ final class ManualNodeClock: NodeClock {
     var wallNow: Date { wallStart.addingTimeInterval(Self.seconds(state.withLock { $0.elapsed })) }
     var now: ContinuousClock.Instant { start + state.withLock { $0.elapsed } }
 
-    /// The loops of a node that sleep on its clock when idle: the housekeeping's lease loop and work loop
+    /// The loops of a node that sleep on its clock when idle: the housekeeping's lease loop, clock loop and work loop
     /// (``HousekeepingService``).
-    static let loopsPerNode = 2
+    static let loopsPerNode = 3
 
     /// Makes a node's configuration use this clock (for `withStatusd(configure: clock.install)`). From then on a
     /// ``step(by:until:)`` waits for the node's loops, the first time too: a node's first round of housekeeping (dead

@@ -5,7 +5,8 @@ import StatusCore
 /// `NOSCRIPT`), a script's error reply mapped to the ``StatusError`` it stands for (``ScriptErrorReply``), and the
 /// reply decoded by the script's twin. Pipelines keep their single round trip: a script's `EVALSHA` shares the flush
 /// with the commands that ride along, and only its own reply is decoded here. Every call's first argument is its
-/// deadline on Redis's clock (``WriteFence``), which `lib.lua` takes off before the script reads its own.
+/// deadline on the clock of the Redis server its keys are on (``WriteFence``), which `lib.lua` takes off before the
+/// script reads its own.
 struct ScriptRunner: Sendable {
     let redis: RedisClient
     let scripts: ScriptLibrary
@@ -19,11 +20,12 @@ struct ScriptRunner: Sendable {
         acrossSlots: Bool = false
     ) async throws -> Script.Reply {
         let value: RedisValue
+        let keys = try keys.strings
         do {
             value = try await redis.evalScript(
                 Script.script(in: scripts),
-                keys: try keys.strings,
-                arguments: try fenced(arguments),
+                keys: keys,
+                arguments: try fenced(arguments, first: keys.first),
                 acrossSlots: acrossSlots
             )
         } catch let error as RedisClientError where error.kind == .server {
@@ -40,10 +42,11 @@ struct ScriptRunner: Sendable {
         arguments: Script.Arguments,
         then commands: [[String]]
     ) async throws -> (Script.Reply, ArraySlice<RedisValue>) {
+        let keys = try keys.strings
         let replies = try await redis.pipeline(
             script: Script.script(in: scripts),
-            keys: try keys.strings,
-            arguments: try fenced(arguments),
+            keys: keys,
+            arguments: try fenced(arguments, first: keys.first),
             then: commands
         )
         guard let first = replies.first else {
@@ -55,12 +58,12 @@ struct ScriptRunner: Sendable {
     /// The `EVALSHA` of `script`, to send in a pipeline with ``pipeline(_:loading:)``.
     func command<Script: StatusScript>(_ script: Script.Type, keys: Script.Keys, arguments: Script.Arguments) throws -> [String] {
         let keys = try keys.strings
-        return ["EVALSHA", Script.script(in: scripts).sha1, String(keys.count)] + keys + (try fenced(arguments))
+        return ["EVALSHA", Script.script(in: scripts).sha1, String(keys.count)] + keys + (try fenced(arguments, first: keys.first))
     }
 
-    /// A call's arguments after its deadline.
-    private func fenced(_ arguments: some ScriptInput) throws -> [String] {
-        [String(scripts.fence.deadlineMs())] + (try arguments.strings)
+    /// A call's arguments after its deadline, on the clock of the server its keys are on (``WriteFence``).
+    private func fenced(_ arguments: some ScriptInput, first key: String?) throws -> [String] {
+        [String(scripts.fence.deadlineMs(at: redis.currentEndpoint(forKey: key)))] + (try arguments.strings)
     }
 
     /// Sends `commands`, some of them ``command(_:keys:arguments:)``s of `loading`, in one round trip; when Redis lost
