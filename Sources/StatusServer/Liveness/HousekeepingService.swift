@@ -89,7 +89,7 @@ struct HousekeepingService: Service {
     }
 
     /// SPEC §7: the write fence's clocks, read from every master on the lease's cadence, beside the lease loop so that a
-    /// master slow to answer never delays a renewal; after a failure, every 250 ms.
+    /// master slow to answer never delays a renewal; every 250 ms while the masters cannot be listed.
     private func readClocks() async {
         let registry = nodes
         let period = renewalPeriod
