@@ -89,14 +89,14 @@ struct HousekeepingService: Service {
     }
 
     /// SPEC §7: the write fence's clocks, read from every master on the lease's cadence, beside the lease loop so that a
-    /// master slow to answer never delays a renewal; every 250 ms while the masters cannot be listed.
+    /// master slow to answer never delays a renewal; every 250 ms while no master could be read.
     private func readClocks() async {
         let registry = nodes
         let period = renewalPeriod
         while !Task.isCancelled {
             var next = clock.now + period
             do {
-                try await registry.readClocks()
+                if try await registry.readClocks() == 0 { next = clock.now + NodeLeaseState.retryAfterFailure }
             } catch {
                 logger.debug("reading the redis clocks failed", metadata: ["error": "\(error)"])
                 next = clock.now + NodeLeaseState.retryAfterFailure

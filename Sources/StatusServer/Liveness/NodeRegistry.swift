@@ -88,8 +88,8 @@ final class NodeRegistry: Sendable {
         return hadLease || first ? .held : .lost
     }
 
-    /// Measures every master's clock for the write fence (``NodeStore/readClocks()``).
-    func readClocks() async throws {
+    /// Measures every master's clock for the write fence (``NodeStore/readClocks()``); returns how many answered.
+    func readClocks() async throws -> Int {
         try await store.readClocks()
     }
 

@@ -57,7 +57,6 @@ struct NodeStore: Sendable {
     /// Reads the clock of every master (`TIME`, all at once, one round trip each) for the ``WriteFence``: a script call
     /// is fenced on the clock of the server that runs it, and the masters of a cluster need not agree. A master that
     /// does not answer keeps its last measure and does not hold up the others. Returns how many were measured.
-    @discardableResult
     func readClocks() async throws -> Int {
         let servers = try await redis.masterEndpoints()
         return await withTaskGroup(of: Bool.self) { group in
