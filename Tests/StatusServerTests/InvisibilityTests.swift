@@ -181,6 +181,10 @@ import Testing
 
                 for user in ["alice", "bob"] { try await set(user, ["customStatus": "hello"]) }
                 for user in ["alice", "bob"] { try await record(user) }
+                // The set-up is taken (`heard`) but not compared: a bus gap while it runs makes the node resend every
+                // status it had not delivered yet, a user's unchanged first one included, which a client drops by its
+                // version (SPEC §2) and which says nothing about invisibility.
+                transcripts = [:]
 
                 // alice: goes invisible, edits her status, connects a second device, drops both, comes back, visible.
                 try await set("alice", ["availability": "invisible"])
@@ -218,13 +222,13 @@ import Testing
                 }
                 let alice = transcripts["alice"] ?? []
                 let bob = transcripts["bob"] ?? []
-                #expect(alice.count == 28)
+                #expect(alice.count == 24)
                 #expect(alice == bob)
                 // It is not empty of news: carol saw each of them leave and come back, at public versions 3 and 4 (after
                 // 1 and 2 from the set-up), on both her devices.
                 for offset in [0, 1] {
                     let versions = stride(from: offset, to: bob.count, by: 4).flatMap { bob[$0].array.map { $0["version"] } }
-                    #expect(versions == [1, 2, 3, 4])
+                    #expect(versions == [3, 4])
                 }
                 for device in devices.values { await device.close() }
                 await carol.close()

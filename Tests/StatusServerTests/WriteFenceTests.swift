@@ -61,6 +61,28 @@ import Testing
         #expect(fence.deadlineMs(at: b, now: made) == base + 3_000)
     }
 
+    /// A clock reading answered after a long round trip (here Redis paused for 400 ms as it is sent) is taken again at
+    /// once: the fence keeps the precise measure, not one that would shorten every call's budget by half the stall.
+    @Test func aReadingOverALongRoundTripIsTakenAgain() async throws {
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "fence"))
+        try await withThrowingTaskGroup(of: Void.self) { service in
+            service.addTask { try await redis.run() }
+            _ = try await redis.send("PING")
+            let fence = WriteFence(budget: .milliseconds(1_500))
+            let store = NodeStore(redis: redis, fence: fence)
+            server.pause()
+            async let measured = store.readClocks()
+            try await Task.sleep(for: .milliseconds(400))
+            server.resume()
+            #expect(try await measured == 1)
+            let estimate = try #require(fence.estimate(of: server.configuration.endpoint))
+            #expect(estimate.isPrecise, "uncertainty \(estimate.errorMs) ms")
+            service.cancelAll()
+        }
+    }
+
     /// A call whose deadline passed on Redis's clock writes nothing and is answered `UNAVAILABLE`; the same call within
     /// its deadline is applied.
     @Test func aCallThatReachesRedisAfterItsDeadlineChangesNothing() async throws {

@@ -56,23 +56,32 @@ struct NodeStore: Sendable {
 
     /// Reads the clock of every master (`TIME`, all at once, one round trip each) for the ``WriteFence``: a script call
     /// is fenced on the clock of the server that runs it, and the masters of a cluster need not agree. A master that
-    /// does not answer keeps its last measure and does not hold up the others. Returns how many were measured.
+    /// does not answer keeps its last measure and does not hold up the others. A reading whose round trip was long is
+    /// taken again at once, up to ``clockReadings`` times, and the fence keeps the most precise
+    /// (``RedisClockEstimate/updated(with:)``). Returns how many masters were measured.
     func readClocks() async throws -> Int {
         let servers = try await redis.masterEndpoints()
         return await withTaskGroup(of: Bool.self) { group in
             for server in servers {
                 group.addTask {
-                    let sent = ContinuousClock.now
-                    guard let time = try? await redis.send(["TIME"], to: server).array, time.count == 2,
-                        let seconds = time[0].string.flatMap({ Int64($0) }), let micros = time[1].string.flatMap({ Int64($0) })
-                    else { return false }
-                    fence.observe(server: server, redisMs: seconds * 1000 + micros / 1000, sent: sent, received: .now)
-                    return true
+                    var measured = false
+                    for _ in 0..<Self.clockReadings {
+                        let sent = ContinuousClock.now
+                        guard let time = try? await redis.send(["TIME"], to: server).array, time.count == 2,
+                            let seconds = time[0].string.flatMap({ Int64($0) }), let micros = time[1].string.flatMap({ Int64($0) })
+                        else { break }
+                        measured = true
+                        if fence.observe(server: server, redisMs: seconds * 1000 + micros / 1000, sent: sent, received: .now) { break }
+                    }
+                    return measured
                 }
             }
             return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
     }
+
+    /// How many `TIME` round trips one clock reading of a master may take while they come back imprecise.
+    static let clockReadings = 3
 
     /// Nodes whose last renewal is at or before `cutoff` (epoch ms).
     func renewedBefore(_ cutoff: Int64) async throws -> [String] {

@@ -31,10 +31,18 @@ final class WriteFence: Sendable {
         return estimate.fence(callMadeAt: now, budget: budget)
     }
 
-    /// Records a `TIME` reply (`redisMs`) of `server` to a command sent at `sent` and answered at `received`.
-    func observe(server: RedisConfiguration.Endpoint, redisMs: Int64, sent: ContinuousClock.Instant, received: ContinuousClock.Instant) {
+    /// Records a `TIME` reply (`redisMs`) of `server` to a command sent at `sent` and answered at `received`. Returns
+    /// whether the measure is precise enough to keep (``RedisClockEstimate/isPrecise``): the caller reads again if not.
+    @discardableResult
+    func observe(server: RedisConfiguration.Endpoint, redisMs: Int64, sent: ContinuousClock.Instant, received: ContinuousClock.Instant) -> Bool {
         let sample = RedisClockEstimate(redisMs: redisMs, sent: sent, received: received)
         clocks.withLock { $0.observe(sample, of: server) }
+        return sample.isPrecise
+    }
+
+    /// The estimate of `server`'s clock in use (``ServerClocks/estimate(of:)``).
+    func estimate(of server: RedisConfiguration.Endpoint?) -> RedisClockEstimate? {
+        clocks.withLock { $0.estimate(of: server) }
     }
 }
 
@@ -81,6 +89,15 @@ struct RedisClockEstimate: Sendable, Equatable {
         let midpoint = sent + .milliseconds(roundTripMs / 2)
         self.init(offsetMs: redisMs - Self.milliseconds(midpoint), errorMs: (roundTripMs + 1) / 2, measuredAt: midpoint)
     }
+
+    /// The uncertainty past which a measure is taken again at once (``NodeStore/readClocks()``). The fence counts the
+    /// uncertainty against every call, so a `TIME` answered after a long round trip (a node or Redis busy for a moment,
+    /// a connection just opened) would shorten the budget of every call until the next reading, a third of a lease
+    /// later: a round trip of a second leaves a call of a 1.5 s budget half a second to reach Redis.
+    static let preciseErrorMs: Int64 = 25
+
+    /// Whether the measure is as precise as the fence wants (``preciseErrorMs``).
+    var isPrecise: Bool { errorMs <= Self.preciseErrorMs }
 
     /// The later measure, unless it is much less precise than the current one, which ages by its drift allowance.
     func updated(with sample: RedisClockEstimate) -> RedisClockEstimate {
