@@ -1,3 +1,5 @@
+import Crypto
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -13,7 +15,10 @@ import NIOWebSocket
 //   tasks (default): accepted connections handed to a task each, as Hummingbird's server does;
 //   affine: the same tasks, each run on the event loop that resumes it (as statusd runs its tasks,
 //           LoopAffineTaskExecutor);
-//   loops: the pipeline set up in the channel initializer, no task (as statusd's own listener does, NodeListener).
+//   loops: the pipeline set up in the channel initializer, no task (as statusd's own listener does, NodeListener);
+//   raw: no HTTP pipeline and no upgrade handler: one handler finds the request's end and its Sec-WebSocket-Key in the
+//        bytes, writes the 101 and the welcome in one write, and answers the close frame: what a connect would cost
+//        with an upgrade path of statusd's own instead of swift-nio's HTTP codec and typed upgrader.
 
 /// A frame of a few hundred bytes, as statusd's welcome to a device without subscriptions, so that the writes cost alike.
 let welcome = ByteBuffer(string: String(repeating: "w", count: 320))
@@ -36,6 +41,56 @@ final class FloorSession: ChannelInboundHandler, Sendable {
         context.writeAndFlush(wrapOutboundOut(reply)).assumeIsolated().whenComplete { _ in
             context.close(promise: nil)
         }
+    }
+}
+
+/// The `raw` mode's whole connection: the upgrade request's bytes, then WebSocket frames (only the close is answered).
+final class RawUpgrade: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var pending = ByteBuffer()
+    private var upgraded = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        pending.writeBuffer(&bytes)
+        if !upgraded {
+            let view = pending.readableBytesView
+            guard let end = view.firstRange(of: Array("\r\n\r\n".utf8)) else { return }
+            let head = String(decoding: view[view.startIndex..<end.lowerBound], as: UTF8.self)
+            pending.moveReaderIndex(forwardBy: end.upperBound - view.startIndex)
+            guard let line = head.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("sec-websocket-key:") })
+            else {
+                context.close(promise: nil)
+                return
+            }
+            let key = line.dropFirst("sec-websocket-key:".count).trimmingCharacters(in: .whitespaces)
+            let digest = Insecure.SHA1.hash(data: Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))
+            var out = context.channel.allocator.buffer(capacity: 512)
+            out.writeString(
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\nSec-WebSocket-Accept: "
+                    + Data(digest).base64EncodedString() + "\r\n\r\n"
+            )
+            out.writeBytes([0x81, 126, UInt8(welcome.readableBytes >> 8), UInt8(welcome.readableBytes & 0xff)])
+            out.writeImmutableBuffer(welcome)
+            context.writeAndFlush(wrapOutboundOut(out), promise: nil)
+            upgraded = true
+        }
+        // A masked client frame: opcode, length (short frames only here), mask, payload.
+        guard pending.readableBytes >= 2, let first = pending.getInteger(at: pending.readerIndex, as: UInt8.self),
+            let second = pending.getInteger(at: pending.readerIndex + 1, as: UInt8.self)
+        else { return }
+        let length = Int(second & 0x7f)
+        guard length < 126, pending.readableBytes >= 6 + length else { return }
+        if first & 0x0f == 0x8, length >= 2, let mask = pending.getBytes(at: pending.readerIndex + 2, length: 4),
+            let payload = pending.getBytes(at: pending.readerIndex + 6, length: 2)
+        {
+            var out = context.channel.allocator.buffer(capacity: 4)
+            out.writeBytes([0x88, 2, payload[0] ^ mask[0], payload[1] ^ mask[1]])
+            context.writeAndFlush(wrapOutboundOut(out)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        }
+        pending.moveReaderIndex(forwardBy: 6 + length)
     }
 }
 
@@ -75,7 +130,13 @@ let mode = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : "tasks"
 let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
     .serverChannelOption(.backlog, value: 4096)
     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-if mode == "loops" {
+if mode == "raw" {
+    let server = try await bootstrap.childChannelInitializer { channel in
+        channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(RawUpgrade()) }
+    }.bind(host: "127.0.0.1", port: port).get()
+    print("connectfloor listening on \(port), \(mode)")
+    try await server.closeFuture.get()
+} else if mode == "loops" {
     // Everything on the event loops: the channel initializer sets the pipeline up, nothing awaits the upgrade.
     let server = try await bootstrap.childChannelInitializer { channel in
         upgradablePipeline(channel).map { _ in }
