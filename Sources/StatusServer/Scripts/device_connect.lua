@@ -44,13 +44,20 @@ if rules.connectCalls then
         return redis.error_reply('CONNECT_RATE_LIMITED ' .. retry)
     end
 end
+-- The profile is read once, for the token's check and for the status reply's role and last-seen privacy (a profile
+-- always has `createdAt`: profile_put.lua writes it whole, and a deletion removes it whole).
+local profile
 if ARGV[8] ~= '' then
-    local stored = redis.call('HMGET', KEYS[2], 'gen', 'createdAt')
+    local stored = redis.call('HMGET', KEYS[2], 'gen', 'createdAt', 'role', 'lastSeenPrivacy')
     if (stored[1] or stored[2]) ~= ARGV[8] then
         return redis.error_reply('TOKEN_REVOKED')
     end
-elseif redis.call('EXISTS', KEYS[2]) == 0 then
-    return redis.error_reply('USER_NOT_FOUND')
+    profile = { stored[2], stored[3], stored[4] }
+else
+    profile = redis.call('HMGET', KEYS[2], 'createdAt', 'role', 'lastSeenPrivacy')
+    if not profile[1] then
+        return redis.error_reply('USER_NOT_FOUND')
+    end
 end
 local device = cjson.decode(ARGV[2])
 if rules.connectCalls then
@@ -114,17 +121,16 @@ local before = read_public(KEYS[1])
 redis.call('HDEL', KEYS[1], 'gd', 'gu')
 -- SPEC §10.1: a new device (active unless a backend login says otherwise) may end automatic away.
 local devices = read_devices(KEYS[3])
-update_auto_away(KEYS[1], devices)
-if before[1] ~= 'online' then
-    redis.call('HSET', KEYS[1], 't', 'online')
-end
-if before[1] ~= 'online' or shown_availability(before) ~= shown_availability(read_public(KEYS[1])) then
-    bump_version(KEYS[1], now)
+local auto_away = update_auto_away(KEYS[1], devices, before[10])
+if before[1] ~= 'online' or shown_availability(before) ~= shown_availability_with(before, auto_away) then
+    -- `la` before settle_public: the public view of a user online never shows it.
+    bump_version(KEYS[1], now, 't', 'online', 'la', now)
     -- SPEC §10.5: an invisible user coming online changes nothing the public sees.
     public_change = settle_public(KEYS[1], before, now)
     changed = 1
+else
+    redis.call('HSET', KEYS[1], 'la', now)
 end
-redis.call('HSET', KEYS[1], 'la', now)
 local resume_point = ''
 if ARGV[9] == '1' then
     resume_point = redis.call('GET', KEYS[6]) or ''
@@ -133,7 +139,7 @@ local header = { changed, previous, resume_point, #kicked / 3 }
 for i = 1, #kicked do
     header[#header + 1] = kicked[i]
 end
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true, devices)
+local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true, devices, profile)
 publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply, public_change)
 if KEYS[7] then
     redis.call('SADD', KEYS[7], ARGV[10])

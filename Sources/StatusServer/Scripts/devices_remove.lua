@@ -74,14 +74,13 @@ local public_change = 0
 local devices -- read once the devices are final (update_auto_away), and reused by status_reply
 -- The user leaves `online` as ARGV[1], last active at `last_active`: one change with the clearing of the custom status.
 local function leave_online(before, last_active)
-    redis.call('HSET', KEYS[1], 't', ARGV[1], 'la', last_active)
-    cleared = redis.call('HDEL', KEYS[1], 'cs')
-    redis.call('HDEL', KEYS[1], 'ce', 'ai', 'gd', 'gu')
+    cleared = before[2] and 1 or 0
+    redis.call('HDEL', KEYS[1], 'cs', 'ce', 'ai', 'gd', 'gu')
     if ARGV[1] == 'unlogined' and before[5] == 'invisible' and hidden_online(before[7]) then
         redis.call('HSET', KEYS[1], 'ht', 'offline')
         redis.call('HDEL', KEYS[1], 'hu')
     end
-    bump_version(KEYS[1], now)
+    bump_version(KEYS[1], now, 't', ARGV[1], 'la', last_active)
     -- SPEC §10.5: an invisible user really leaving changes nothing the public sees (past the grace of becoming
     -- invisible).
     public_change = settle_public(KEYS[1], before, now)
@@ -98,8 +97,8 @@ if #removed > 0 then
         leave_online(before, now)
     elseif left > 0 and before[1] == 'online' then
         devices = read_devices(KEYS[3])
-        update_auto_away(KEYS[1], devices)
-        if shown_availability(before) ~= shown_availability(read_public(KEYS[1])) then
+        local auto_away = update_auto_away(KEYS[1], devices, before[10])
+        if shown_availability(before) ~= shown_availability_with(before, auto_away) then
             bump_version(KEYS[1], now)
             public_change = settle_public(KEYS[1], before, now)
             changed = 1

@@ -86,11 +86,13 @@ local function refresh_retention(subs_key, status_key, retention_ms)
 end
 
 -- SPEC §2: `version` +1 on every change of statusType or customStatus. `vt` records when it last moved, so that a
--- device resuming a session (SPEC §7) is sent the users whose version moved since it lost its socket.
-local function bump_version(status_key, now)
+-- device resuming a session (SPEC §7) is sent the users whose version moved since it lost its socket. `...`: more
+-- field/value pairs the change writes, set with `vt` in the same `HSET`.
+local function bump_version(status_key, now, ...)
     redis.call('HINCRBY', status_key, 'v', 1)
-    redis.call('HSET', status_key, 'vt', now)
+    redis.call('HSET', status_key, 'vt', now, ...)
 end
+
 
 -- SPEC §4 getUserStatus reads many users at once, so each user's status hash also carries a read copy of what a
 -- status read needs from the profile and the devices: `pc` (the profile's createdAt: the user exists), `pr` (role),
@@ -98,17 +100,26 @@ end
 -- spaces, SPEC §1). Every script that changes the profile or the devices rewrites it in the same atomic step, so a
 -- status read is one HMGET per user (StatusRepository.readFields). A status hash without `pc` belongs to a user that
 -- does not exist, or was last written by an earlier version: status_read_copy.lua fills it then.
+-- One `HSET` of what is present and one `HDEL` of what is absent, not a call per field: every connect and departure
+-- rewrites the copy.
 local function write_read_copy(status_key, created_at, role, privacy, device_words)
-    redis.call('HSET', status_key, 'pc', created_at, 'dp', table.concat(device_words, ' '))
+    local set = { 'HSET', status_key, 'pc', created_at, 'dp', table.concat(device_words, ' ') }
+    local absent = { 'HDEL', status_key }
     if role then
-        redis.call('HSET', status_key, 'pr', role)
+        set[#set + 1] = 'pr'
+        set[#set + 1] = role
     else
-        redis.call('HDEL', status_key, 'pr')
+        absent[#absent + 1] = 'pr'
     end
     if privacy then
-        redis.call('HSET', status_key, 'pp', privacy)
+        set[#set + 1] = 'pp'
+        set[#set + 1] = privacy
     else
-        redis.call('HDEL', status_key, 'pp')
+        absent[#absent + 1] = 'pp'
+    end
+    redis.call(unpack(set))
+    if #absent > 2 then
+        redis.call(unpack(absent))
     end
 end
 
@@ -151,6 +162,12 @@ local function shown_availability(p)
         return 'away'
     end
     return av
+end
+
+-- SPEC §10.1: the shown availability of public view `p` (read_public's shape) once `ai` is `ai`, the rest unchanged:
+-- what a script that changed only `ai` (update_auto_away) would read back, without reading it.
+local function shown_availability_with(p, ai)
+    return shown_availability({ [5] = p[5], [10] = ai })
 end
 
 -- SPEC §10.5: the public view an `ht` of an invisible user still seen online holds (see above): its shown
@@ -210,18 +227,24 @@ end
 
 -- SPEC §10.1 / §10.4: sets `ai` from the devices' states (`devices` as read_devices gives them): '1' when every
 -- connected device is `idle` or `background`, absent when one is `active`. With no device connected (an offline grace)
--- it is left as it was, so that a drop shows nobody a change of availability.
-local function update_auto_away(status_key, devices)
+-- it is left as it was, so that a drop shows nobody a change of availability. `current`, when the script has read it
+-- (`false` for absent), saves the write that would change nothing. Returns `ai` as it is after.
+local function update_auto_away(status_key, devices, current)
     if #devices == 0 then
-        return
+        return current
     end
     for i = 2, #devices, 2 do
         if not devices[i].s then
-            redis.call('HDEL', status_key, 'ai')
-            return
+            if current ~= false then
+                redis.call('HDEL', status_key, 'ai')
+            end
+            return false
         end
     end
-    redis.call('HSET', status_key, 'ai', '1')
+    if current ~= '1' then
+        redis.call('HSET', status_key, 'ai', '1')
+    end
+    return '1'
 end
 
 -- SPEC §10.5: after a write that moved `v`, moves `pv` by exactly 1 when the public view changed, and only then.
@@ -257,12 +280,13 @@ end
 -- (above). With `refresh_copy` (every script that changes the devices or the profile passes it), or when the hash has
 -- no copy yet, they are read from the profile and the devices and the copy is rewritten. `devices`, when the script
 -- already has them from read_devices (and has not changed them since), saves reading and decoding them again.
-local function status_reply(status_key, profile_key, devices_key, refresh_copy, devices)
+-- `profile`, when the script has read {createdAt, role, lastSeenPrivacy} of the profile already, saves reading it again.
+local function status_reply(status_key, profile_key, devices_key, refresh_copy, devices, profile)
     local s = read_with_copy(status_key)
     if s[5] and not refresh_copy then
         return reply_from_copy(s)
     end
-    local profile = redis.call('HMGET', profile_key, 'createdAt', 'role', 'lastSeenPrivacy')
+    profile = profile or redis.call('HMGET', profile_key, 'createdAt', 'role', 'lastSeenPrivacy')
     if not profile[1] and s[5] then
         -- A user being deleted: the profile goes first (before the devices are removed). Their departure still goes
         -- with the role and the last-seen privacy they had, from the read copy: `roles:` scopes that heard them hear it
