@@ -47,7 +47,6 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            let admission = NIOLoopBoundBox<DeviceGateway.Admission?>(nil, eventLoop: channel.eventLoop)
             // What `handle` waits for: the upgrade handed to the gateway, or whatever the pipeline's outcome is first.
             let known = channel.eventLoop.makePromise(of: Outcome.self)
             let settled = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
@@ -56,60 +55,92 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
                 settled.value = true
                 known.completeWith(result)
             }
-            let upgrader = DeviceUpgrader(gateway: gateway, admission: admission, handedOver: { settle(.success(.device)) })
-            let upgrades = NIOTypedHTTPServerUpgradeConfiguration(
-                upgraders: [upgrader],
-                notUpgradingCompletionHandler: { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        if case .refused(let error) = admission.value {
-                            admission.value = nil
-                            Self.answer(channel, refusing: error)
-                            return .device
-                        }
-                        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-                        try channel.pipeline.syncOperations.addHandlers(self.http.additionalChannelHandlers())
-                        try channel.pipeline.syncOperations.addHandler(
-                            HTTPConnectionStateHandler(idleTimeout: self.http.idleTimeout.map { .init($0) }, logger: logger)
-                        )
-                        let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
-                            wrappingChannelSynchronously: channel,
-                            configuration: .init(isOutboundHalfClosureEnabled: true)
-                        )
-                        return .http(asyncChannel)
-                    }
-                }
-            )
-            var configuration = NIOUpgradableHTTPServerPipelineConfiguration<Outcome>(upgradeConfiguration: upgrades)
-            configuration.enablePipelining = false
-            configuration.enableErrorHandling = false
-            configuration.enableResponseHeaderValidation = false
-            configuration.decoderConfiguration.maxHeaderFieldSize = http.httpDecoder.maxHeaderFieldSize
-            configuration.decoderConfiguration.maxHeaderListSize = http.httpDecoder.maxHeaderListSize
-            configuration.decoderConfiguration.maxHeaderFieldCount = http.httpDecoder.maxHeaderFieldCount
-            let outcome = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
-            try MalformedRequestHandler.install(in: channel.pipeline.syncOperations)
             // Every request, the first one included, is bounded from its first byte; a device session, which carries
             // frames and has its own heartbeat timeout, is not.
             let deadline = RequestDeadlineHandler(timeout: requestTimeout, timedOut: gateway.metrics.requestTimeouts)
-            try channel.pipeline.syncOperations.addHandler(deadline, position: .first)
+            try channel.pipeline.syncOperations.addHandler(deadline)
             let loopBound = NIOLoopBound(deadline, eventLoop: channel.eventLoop)
-            outcome.whenSuccess { outcome in
-                guard case .device = outcome else { return }
-                channel.pipeline.syncOperations.removeHandler(loopBound.value, promise: nil)
-            }
             // A connection that never completes its first request is closed after the idle timeout too (HTTP's own
             // idle handling starts only once the first request is read).
-            if let idleTimeout = http.idleTimeout {
-                let silent = channel.eventLoop.scheduleTask(in: idleTimeout) { channel.close(promise: nil) }
-                outcome.whenComplete { _ in silent.cancel() }
+            let silent = http.idleTimeout.map { idleTimeout in
+                channel.eventLoop.scheduleTask(in: idleTimeout) { channel.close(promise: nil) }
             }
-            outcome.whenComplete { result in
-                // An upgrade that failed after its hand-over (the connection closed under it): nobody waits for it.
-                if case .failure = result { channel.close(promise: nil) }
-                settle(result)
+            // An upgrade answered: the request's limits are done with.
+            let upgraded: @Sendable () -> Void = {
+                channel.pipeline.syncOperations.removeHandler(loopBound.value, promise: nil)
+                silent?.cancel()
             }
+            let sniffer = DeviceUpgradeSniffer(
+                .init(
+                    gateway: gateway,
+                    maxHeadBytes: min(http.httpDecoder.maxHeaderFieldSize, http.httpDecoder.maxHeaderListSize),
+                    maxHeaderFields: http.httpDecoder.maxHeaderFieldCount,
+                    toHTTP: { channel in
+                        let outcome = try configureHTTP(channel, logger: logger, settle: settle)
+                        outcome.whenComplete { result in
+                            if case .success(.device) = result {
+                                upgraded()
+                            } else {
+                                silent?.cancel()
+                            }
+                        }
+                    },
+                    handedOver: { settle(.success(.device)) },
+                    answered: upgraded
+                )
+            )
+            try channel.pipeline.syncOperations.addHandler(sniffer)
             return Value(outcome: known.futureResult, channel: channel)
         }
+    }
+
+    /// Sets `channel` up for NIO's HTTP codec and typed upgrader (every connection but the device upgrades
+    /// ``DeviceUpgradeSniffer`` takes), after the handlers there: HTTP requests go to Hummingbird, an upgrade to
+    /// ``DeviceUpgrader``. Returns the pipeline's outcome; `settle` hears of it too.
+    private func configureHTTP(
+        _ channel: any Channel,
+        logger: Logger,
+        settle: @escaping @Sendable (Result<Outcome, any Error>) -> Void
+    ) throws -> EventLoopFuture<Outcome> {
+        let admission = NIOLoopBoundBox<DeviceGateway.Admission?>(nil, eventLoop: channel.eventLoop)
+        let upgrader = DeviceUpgrader(gateway: gateway, admission: admission, handedOver: { settle(.success(.device)) })
+        let upgrades = NIOTypedHTTPServerUpgradeConfiguration(
+            upgraders: [upgrader],
+            notUpgradingCompletionHandler: { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    if case .refused(let error) = admission.value {
+                        admission.value = nil
+                        Self.answer(channel, refusing: error)
+                        return .device
+                    }
+                    try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                    try channel.pipeline.syncOperations.addHandlers(self.http.additionalChannelHandlers())
+                    try channel.pipeline.syncOperations.addHandler(
+                        HTTPConnectionStateHandler(idleTimeout: self.http.idleTimeout.map { .init($0) }, logger: logger)
+                    )
+                    let asyncChannel = try NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>(
+                        wrappingChannelSynchronously: channel,
+                        configuration: .init(isOutboundHalfClosureEnabled: true)
+                    )
+                    return .http(asyncChannel)
+                }
+            }
+        )
+        var configuration = NIOUpgradableHTTPServerPipelineConfiguration<Outcome>(upgradeConfiguration: upgrades)
+        configuration.enablePipelining = false
+        configuration.enableErrorHandling = false
+        configuration.enableResponseHeaderValidation = false
+        configuration.decoderConfiguration.maxHeaderFieldSize = http.httpDecoder.maxHeaderFieldSize
+        configuration.decoderConfiguration.maxHeaderListSize = http.httpDecoder.maxHeaderListSize
+        configuration.decoderConfiguration.maxHeaderFieldCount = http.httpDecoder.maxHeaderFieldCount
+        let outcome = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(configuration: configuration)
+        try MalformedRequestHandler.install(in: channel.pipeline.syncOperations)
+        outcome.whenComplete { result in
+            // An upgrade that failed after its hand-over (the connection closed under it): nobody waits for it.
+            if case .failure = result { channel.close(promise: nil) }
+            settle(result)
+        }
+        return outcome
     }
 
     func handle(value: Value, logger: Logger) async {
@@ -133,6 +164,18 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
     /// Answers a refused upgrade with the SPEC error and closes the connection, on its event loop. NIO's response
     /// encoder is still in the pipeline (the request was not upgraded).
     static func answer(_ channel: any Channel, refusing error: StatusError) {
+        let (head, body, _) = refusal(error)
+        let pipeline = channel.pipeline.syncOperations
+        pipeline.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
+        pipeline.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(body))), promise: nil)
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        pipeline.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: written)
+        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// The answer to a refused upgrade: its head and body for NIO's response encoder, and the same response in bytes
+    /// (for ``DeviceUpgradeSniffer``, whose pipeline has no encoder).
+    static func refusal(_ error: StatusError) -> (head: HTTPResponseHead, body: ByteBuffer, bytes: ByteBuffer) {
         let body = ByteBuffer(string: (try? JSONCoding.string(ErrorBody(error: error))) ?? "")
         var headers = HTTPHeaders([
             ("Connection", "close"), ("Content-Type", "application/json; charset=utf-8"), ("Content-Length", String(body.readableBytes)),
@@ -140,12 +183,11 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
         if let retryAfterMs = error.retryAfterMs { headers.add(name: "Retry-After", value: String((retryAfterMs + 999) / 1000)) }
         // Only the device WebSocket's path is ever upgraded, and only with GET.
         if error.code == .methodNotAllowed { headers.add(name: "Allow", value: "GET") }
-        let head = HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: error.code.httpStatus), headers: headers)
-        let pipeline = channel.pipeline.syncOperations
-        pipeline.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
-        pipeline.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(body))), promise: nil)
-        let written = channel.eventLoop.makePromise(of: Void.self)
-        pipeline.writeAndFlush(NIOAny(HTTPServerResponsePart.end(nil)), promise: written)
-        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+        let status = HTTPResponseStatus(statusCode: error.code.httpStatus)
+        var bytes = ByteBuffer(string: "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\n")
+        for (name, value) in headers { bytes.writeString("\(name): \(value)\r\n") }
+        bytes.writeString("\r\n")
+        bytes.writeImmutableBuffer(body)
+        return (HTTPResponseHead(version: .http1_1, status: status, headers: headers), body, bytes)
     }
 }

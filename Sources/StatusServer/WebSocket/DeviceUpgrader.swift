@@ -29,22 +29,9 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
         upgradeRequest: HTTPRequestHead,
         initialResponseHeaders: HTTPHeaders
     ) -> EventLoopFuture<HTTPHeaders> {
-        let keys = upgradeRequest.headers["Sec-WebSocket-Key"]
-        guard upgradeRequest.method == .GET else {
-            admission.value = .refused(StatusError(.methodNotAllowed, "a WebSocket upgrade is a GET"))
+        if let problem = Self.problem(with: upgradeRequest) {
+            admission.value = .refused(problem)
             return channel.eventLoop.makeFailedFuture(NIOWebSocketUpgradeError.invalidUpgradeHeader)
-        }
-        guard keys.count == 1, let key = keys.first, Self.isValidKey(key), upgradeRequest.headers["Sec-WebSocket-Version"] == ["13"],
-            HeaderTokens.contains(upgradeRequest.headers["Connection"], token: "upgrade")
-        else {
-            admission.value = .refused(
-                StatusError(.invalidRequest, "a WebSocket upgrade needs Connection: Upgrade, one Sec-WebSocket-Key and version 13")
-            )
-            return channel.eventLoop.makeFailedFuture(NIOWebSocketUpgradeError.invalidUpgradeHeader)
-        }
-        guard upgradeRequest.uri.split(separator: "?", maxSplits: 1).first.map(String.init) == DeviceGateway.path else {
-            admission.value = .refused(StatusError(.notFound, "no such route"))
-            return channel.eventLoop.makeFailedFuture(NIOWebSocketUpgradeError.unsupportedWebSocketTarget)
         }
         let admission = self.admission
         let admitted = gateway.admit(upgradeRequest, channel: channel)
@@ -53,12 +40,35 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
             admission.value = result
             guard case .accepted = result else { throw NIOWebSocketUpgradeError.unsupportedWebSocketTarget }
             var headers = initialResponseHeaders
-            let accept = Data(Insecure.SHA1.hash(data: Data((key + Self.magicGUID).utf8))).base64EncodedString()
             headers.replaceOrAdd(name: "Upgrade", value: "websocket")
-            headers.add(name: "Sec-WebSocket-Accept", value: accept)
+            headers.add(name: "Sec-WebSocket-Accept", value: Self.accept(upgradeRequest))
             headers.replaceOrAdd(name: "Connection", value: "upgrade")
             return headers
         }
+    }
+
+    /// Why `head` is not an upgrade of the device path this server takes (the SPEC error it is answered), or nil.
+    /// NIO's upgrade handler asks the upgrader only for a request whose `Upgrade` header names `websocket`; the request
+    /// read without it (``DeviceUpgradeHead``) is checked for that too.
+    static func problem(with head: HTTPRequestHead) -> StatusError? {
+        guard head.method == .GET else { return StatusError(.methodNotAllowed, "a WebSocket upgrade is a GET") }
+        let keys = head.headers["Sec-WebSocket-Key"]
+        guard keys.count == 1, let key = keys.first, isValidKey(key), head.headers["Sec-WebSocket-Version"] == ["13"],
+            HeaderTokens.contains(head.headers["Connection"], token: "upgrade"),
+            HeaderTokens.contains(head.headers["Upgrade"], token: "websocket")
+        else {
+            return StatusError(.invalidRequest, "a WebSocket upgrade needs Connection: Upgrade, one Sec-WebSocket-Key and version 13")
+        }
+        guard head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) == DeviceGateway.path else {
+            return StatusError(.notFound, "no such route")
+        }
+        return nil
+    }
+
+    /// RFC 6455 §4.2.2: the `Sec-WebSocket-Accept` of a request that passed ``problem(with:)``.
+    static func accept(_ head: HTTPRequestHead) -> String {
+        let key = head.headers.first(name: "Sec-WebSocket-Key") ?? ""
+        return Data(Insecure.SHA1.hash(data: Data((key + magicGUID).utf8))).base64EncodedString()
     }
 
     /// RFC 6455 §4.2.1: the key is 16 bytes in base64 (canonical, so that every client that follows the RFC passes and
@@ -70,16 +80,32 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
 
     func upgrade(channel: any Channel, upgradeRequest: HTTPRequestHead) -> EventLoopFuture<UpgradeResult> {
         channel.eventLoop.makeCompletedFuture {
-            guard case .accepted(let session, let welcome) = admission.value, let handler = session.channelHandler else {
-                throw ChannelError.inappropriateOperationForState
-            }
+            guard case .accepted(let session, let welcome) = admission.value else { throw ChannelError.inappropriateOperationForState }
             admission.value = nil
-            try channel.syncOptions?.setOption(ChannelOptions.writeBufferWaterMark, value: DeviceServerChannel.waterMark)
-            let pipeline = channel.pipeline.syncOperations
-            try pipeline.addHandler(ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: gateway.limits.maxMessageBytes)))
-            handler.welcome = welcome
-            try pipeline.addHandler(handler)
+            try Self.installSession(session, welcome: welcome, in: channel, maxFrameSize: gateway.limits.maxMessageBytes)
             return .device
         }
+    }
+
+    /// Leaves an upgraded channel with NIO's frame decoder and the session's handler, which sends the welcome once
+    /// added (`position`: where they go; the end of the pipeline unless said).
+    static func installSession(
+        _ session: DeviceSession,
+        welcome: DeviceGateway.OpeningFrames,
+        in channel: any Channel,
+        maxFrameSize: Int,
+        after position: (any ChannelHandler)? = nil
+    ) throws {
+        guard let handler = session.channelHandler else { throw ChannelError.inappropriateOperationForState }
+        try channel.syncOptions?.setOption(ChannelOptions.writeBufferWaterMark, value: DeviceServerChannel.waterMark)
+        let pipeline = channel.pipeline.syncOperations
+        let decoder = ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize))
+        if let position {
+            try pipeline.addHandler(decoder, position: .after(position))
+        } else {
+            try pipeline.addHandler(decoder)
+        }
+        handler.welcome = welcome
+        try pipeline.addHandler(handler, position: .after(decoder))
     }
 }
