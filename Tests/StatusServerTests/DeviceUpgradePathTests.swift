@@ -67,6 +67,20 @@ import Testing
         }
     }
 
+    /// An upgrade whose head never arrives whole is answered 408 with the SPEC error when its time runs out, as any
+    /// request is (SPEC §7), not just closed.
+    @Test func anUpgradeNeverWholeIsAnswered408() async throws {
+        try await withStatusd(.live, configure: { $0.requestTimeout = .milliseconds(800) }) { api in
+            let partial = "GET /v1/connect?deviceId=d&platform=web HTTP/1.1\r\nUpgrade: websocket\r\n"
+            let start = ContinuousClock.now
+            let response = try await RawHTTP.exchange(port: api.client.port!, partial)
+            #expect(response.status == 408, "\(response.text)")
+            #expect(response.body["error"]["code"].string == "REQUEST_TIMEOUT")
+            #expect(response.closed)
+            #expect(ContinuousClock.now - start < .seconds(3))
+        }
+    }
+
     /// A request that declares a body, even an empty one, is not for the sniffer: NIO's codec reads it, and the device is
     /// upgraded as ever.
     @Test func anUpgradeTheSnifferDoesNotTakeIsUpgradedByNIOsCodec() async throws {

@@ -10,6 +10,9 @@ import StatusCore
 
 /// The server's connections: HTTP/1.1 for the APIs, upgraded to a device WebSocket on ``DeviceGateway/path``.
 ///
+/// A connection starts with ``DeviceUpgradeSniffer``, which takes a plain device upgrade itself and hands everything
+/// else to NIO's HTTP codec (``configureHTTP(_:logger:settle:)``), set up only then.
+///
 /// HTTP requests go to Hummingbird's router as usual. An upgrade is admitted by ``DeviceGateway`` and then the socket
 /// is handed to a ``DeviceChannelHandler`` on its own event loop: Hummingbird's per-connection task returns as soon as
 /// the upgrade request is handed to the gateway, so neither a device waiting for its admission nor a connected one

@@ -69,8 +69,19 @@ final class DeviceUpgradeSniffer: ChannelInboundHandler, RemovableChannelHandler
         }
     }
 
-    /// NIO's HTTP codec takes the connection from its first byte.
-    private func handOverToHTTP(context: ChannelHandlerContext) {
+    /// A request still incomplete when its time ran out (``RequestDeadlineHandler/Expired``) goes to NIO's codec with
+    /// the event, so that it is answered 408 (or 413) with the SPEC error body as any other request is
+    /// (``MalformedRequestHandler``). One being admitted is closed, as on NIO's path.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard !admitting, event is RequestDeadlineHandler.Expired else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        handOverToHTTP(context: context, then: event)
+    }
+
+    /// NIO's HTTP codec takes the connection from its first byte (then hears `event`, if one is given).
+    private func handOverToHTTP(context: ChannelHandlerContext, then event: Any? = nil) {
         do {
             try wiring.toHTTP(context.channel)
         } catch {
@@ -81,6 +92,7 @@ final class DeviceUpgradeSniffer: ChannelInboundHandler, RemovableChannelHandler
         buffered = nil
         // Passed on before leaving: a handler taken out of the pipeline has no next one to pass to.
         if let bytes { context.fireChannelRead(wrapInboundOut(bytes)) }
+        if let event { context.fireUserInboundEventTriggered(event) }
         context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
     }
 
