@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import StatusServer
+
 /// The device upgrade read without NIO's HTTP codec (``DeviceUpgradeSniffer``) on real sockets: what a client sends
 /// right behind its request reaches its session, a request that arrives in pieces is still taken, a refusal is
 /// answered with the SPEC error and closed, and an upgrade with something unusual about it goes through NIO's codec
@@ -22,12 +24,17 @@ import Testing
         return received
     }
 
-    @Test func aFrameSentWithTheRequestReachesTheSessionAfterTheWelcome() async throws {
+    /// A node with an app and its user alice, alice's token, and a raw connection to the node.
+    private func withAlice(_ body: @Sendable (APIClient, String, RawConnection) async throws -> Void) async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
-            let token = try await app.token(for: "alice")
-            let connection = try RawConnection(port: api.client.port!)
+            try await body(app, try await app.token(for: "alice"), try RawConnection(port: api.client.port!))
+        }
+    }
+
+    @Test func aFrameSentWithTheRequestReachesTheSessionAfterTheWelcome() async throws {
+        try await withAlice { app, token, connection in
             let frame = RawWebSocket.textFrame(#"{"id":"early","op":"heartbeat"}"#)
             #expect(connection.send(Array(Self.upgrade(token, deviceId: "d1").utf8) + frame))
             let received = await Self.read(connection, until: #""id":"early""#)
@@ -40,11 +47,7 @@ import Testing
     }
 
     @Test func aRequestInPiecesIsTakenOnceWhole() async throws {
-        try await withStatusd(.live) { api in
-            let app = try await api.createApp()
-            try await app.createUsers(["alice"])
-            let token = try await app.token(for: "alice")
-            let connection = try RawConnection(port: api.client.port!)
+        try await withAlice { app, token, connection in
             let request = Array(Self.upgrade(token, deviceId: "d1").utf8)
             // Cut inside the path, then inside the last CR LF CR LF.
             for piece in [request[0..<9], request[9..<(request.count - 2)], request[(request.count - 2)...]] {
@@ -70,7 +73,8 @@ import Testing
     /// An upgrade whose head never arrives whole is answered 408 with the SPEC error when its time runs out, as any
     /// request is (SPEC §7), not just closed.
     @Test func anUpgradeNeverWholeIsAnswered408() async throws {
-        try await withStatusd(.live, configure: { $0.requestTimeout = .milliseconds(800) }) { api in
+        let configure: (inout ServerConfiguration) -> Void = { $0.requestTimeout = .milliseconds(800) }
+        try await withStatusd(.live, configure: configure) { api in
             let partial = "GET /v1/connect?deviceId=d&platform=web HTTP/1.1\r\nUpgrade: websocket\r\n"
             let start = ContinuousClock.now
             let response = try await RawHTTP.exchange(port: api.client.port!, partial)
@@ -84,11 +88,7 @@ import Testing
     /// A request that declares a body, even an empty one, is not for the sniffer: NIO's codec reads it, and the device is
     /// upgraded as ever.
     @Test func anUpgradeTheSnifferDoesNotTakeIsUpgradedByNIOsCodec() async throws {
-        try await withStatusd(.live) { api in
-            let app = try await api.createApp()
-            try await app.createUsers(["alice"])
-            let token = try await app.token(for: "alice")
-            let connection = try RawConnection(port: api.client.port!)
+        try await withAlice { app, token, connection in
             #expect(connection.send(Self.upgrade(token, deviceId: "d1", extra: "Content-Length: 0\r\n")))
             let received = await Self.read(connection, until: #""event":"welcome""#)
             #expect(received.hasPrefix("HTTP/1.1 101 "), "\(received.prefix(200))")
