@@ -11,6 +11,9 @@
 # tools_python installs the given PyPI packages into a virtualenv kept at $STATUSD_TOOLS_VENV (default .venv-tools,
 # ignored by git) and sets TOOLS_PYTHON to its interpreter.
 
+# redis_prioritize (the live checks' Redis runs at a higher CPU priority where allowed, as the suite's does).
+source "$(dirname "${BASH_SOURCE[0]}")/redis-cluster.sh"
+
 live_free_port() {
     python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -49,6 +52,7 @@ live_start() {
         redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break
         sleep 0.1
     done
+    redis_prioritize "$LIVE_DIR/redis.pid"
     statusd_port=$(live_free_port)
     LIVE_ADMIN_KEY="admin-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
     LIVE_URL="http://127.0.0.1:$statusd_port"
