@@ -9,7 +9,7 @@ import NIOHTTP1
 ///
 /// Why: a connect through NIO's codec adds an HTTP decoder, a response encoder, an upgrade handler and the request
 /// hygiene handler to the pipeline, runs the head through them, then removes them all again, with a chain of futures
-/// between. `connectfloor` prices that at about 70 µs of a 300 µs cycle (`scripts/bench-connect` with
+/// between. `connectfloor` prices that at 50–70 µs of a 300 µs cycle (`scripts/bench-connect` with
 /// `BENCH_CONNECT_FLOOR=1`, its `loops` row against its `raw` row), on the path every reconnect storm takes.
 final class DeviceUpgradeSniffer: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
