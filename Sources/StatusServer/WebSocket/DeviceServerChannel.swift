@@ -167,7 +167,7 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
     /// Answers a refused upgrade with the SPEC error and closes the connection, on its event loop. NIO's response
     /// encoder is still in the pipeline (the request was not upgraded).
     static func answer(_ channel: any Channel, refusing error: StatusError) {
-        let (head, body, _) = refusal(error)
+        let (head, body) = refusal(error)
         let pipeline = channel.pipeline.syncOperations
         pipeline.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
         pipeline.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(body))), promise: nil)
@@ -176,9 +176,8 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
         written.futureResult.whenComplete { _ in channel.close(promise: nil) }
     }
 
-    /// The answer to a refused upgrade: its head and body for NIO's response encoder, and the same response in bytes
-    /// (for ``DeviceUpgradeSniffer``, whose pipeline has no encoder).
-    static func refusal(_ error: StatusError) -> (head: HTTPResponseHead, body: ByteBuffer, bytes: ByteBuffer) {
+    /// The answer to a refused upgrade: its head and body, for NIO's response encoder.
+    static func refusal(_ error: StatusError) -> (head: HTTPResponseHead, body: ByteBuffer) {
         let body = ByteBuffer(string: (try? JSONCoding.string(ErrorBody(error: error))) ?? "")
         var headers = HTTPHeaders([
             ("Connection", "close"), ("Content-Type", "application/json; charset=utf-8"), ("Content-Length", String(body.readableBytes)),
@@ -186,11 +185,16 @@ struct DeviceServerChannel: ServerChildChannel, HTTPChannelHandler {
         if let retryAfterMs = error.retryAfterMs { headers.add(name: "Retry-After", value: String((retryAfterMs + 999) / 1000)) }
         // Only the device WebSocket's path is ever upgraded, and only with GET.
         if error.code == .methodNotAllowed { headers.add(name: "Allow", value: "GET") }
-        let status = HTTPResponseStatus(statusCode: error.code.httpStatus)
-        var bytes = ByteBuffer(string: "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\n")
-        for (name, value) in headers { bytes.writeString("\(name): \(value)\r\n") }
+        return (HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: error.code.httpStatus), headers: headers), body)
+    }
+
+    /// The same answer in bytes, for ``DeviceUpgradeSniffer``, whose pipeline has no encoder.
+    static func refusalBytes(_ error: StatusError) -> ByteBuffer {
+        let (head, body) = refusal(error)
+        var bytes = ByteBuffer(string: "HTTP/1.1 \(head.status.code) \(head.status.reasonPhrase)\r\n")
+        for (name, value) in head.headers { bytes.writeString("\(name): \(value)\r\n") }
         bytes.writeString("\r\n")
         bytes.writeImmutableBuffer(body)
-        return (HTTPResponseHead(version: .http1_1, status: status, headers: headers), body, bytes)
+        return bytes
     }
 }

@@ -140,7 +140,7 @@ final class DeviceUpgradeSniffer: ChannelInboundHandler, RemovableChannelHandler
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         case .success(.refused(let error)):
             let written = context.eventLoop.makePromise(of: Void.self)
-            context.writeAndFlush(wrapOutboundOut(DeviceServerChannel.refusal(error).bytes), promise: written)
+            context.writeAndFlush(wrapOutboundOut(DeviceServerChannel.refusalBytes(error)), promise: written)
             let channel = context.channel
             written.futureResult.whenComplete { _ in channel.close(promise: nil) }
         case .failure:
