@@ -116,7 +116,7 @@ public final class RedisClient: Sendable, Service {
     /// the call throws `.protocolError` without sending anything. Otherwise a debug build stops at keys of several slots
     /// (``RedisCommandRoute/assertOneSlot(_:)``), on a single server too.
     public func evalScript(_ script: RedisScript, keys: [String], arguments: [String], acrossSlots: Bool = false) async throws -> RedisValue {
-        let command = ["EVALSHA", script.sha1, String(keys.count)] + keys + arguments
+        let command = Self.evalsha(script, keys: keys, arguments: arguments)
         do {
             return try Self.serverErrorThrown(await self.sendReturningErrors(command, acrossSlots: acrossSlots))
         } catch let error as RedisClientError where error.kind == .server && error.message.hasPrefix("NOSCRIPT") {
@@ -124,6 +124,18 @@ public final class RedisClient: Sendable, Service {
             try? await self.loadScripts([script])
             return try Self.serverErrorThrown(await self.sendReturningErrors(Self.withSource([command], of: [script])[0], acrossSlots: acrossSlots))
         }
+    }
+
+    /// The `EVALSHA` of `script`, built in one array (it is sent on every status write and every connect).
+    public static func evalsha(_ script: RedisScript, keys: [String], arguments: [String]) -> [String] {
+        var command: [String] = []
+        command.reserveCapacity(3 + keys.count + arguments.count)
+        command.append("EVALSHA")
+        command.append(script.sha1)
+        command.append(String(keys.count))
+        command.append(contentsOf: keys)
+        command.append(contentsOf: arguments)
+        return command
     }
 
     /// `commands` with each `EVALSHA` of one of `scripts` turned into an `EVAL` of its source.
@@ -143,7 +155,8 @@ public final class RedisClient: Sendable, Service {
     /// script is loaded and the whole pipeline sent once more, the script as `EVAL` (as ``evalScript(_:keys:arguments:acrossSlots:)``
     /// does; the commands after it must be safe to repeat: reads).
     public func pipeline(script: RedisScript, keys: [String], arguments: [String], then commands: [[String]]) async throws -> [RedisValue] {
-        let all = [["EVALSHA", script.sha1, String(keys.count)] + keys + arguments] + commands
+        var all = [Self.evalsha(script, keys: keys, arguments: arguments)]
+        all.append(contentsOf: commands)
         let replies = try await self.pipeline(all)
         guard case .error(let message) = replies.first, message.hasPrefix("NOSCRIPT") else { return replies }
         self.logger.info("Redis script not loaded, loading it", metadata: ["script": "\(script.name)"])
@@ -295,7 +308,7 @@ public final class RedisClient: Sendable, Service {
         } else {
             RedisCommandRoute.assertOneSlot(arguments)
         }
-        let bytes = Self.encode([arguments])
+        let bytes = Self.encode(arguments)
         if let endpoint {
             return try await self.pool(at: endpoint).send(bytes)
         }
@@ -513,10 +526,17 @@ public final class RedisClient: Sendable, Service {
     }
 
     private static func encode(_ commands: [[String]]) -> ByteBuffer {
-        var bytes = ByteBufferAllocator().buffer(capacity: 64 * commands.count)
+        var bytes = ByteBufferAllocator().buffer(capacity: commands.reduce(0) { $0 + RedisCommandEncoder.size(of: $1) })
         for command in commands {
             RedisCommandEncoder.encode(command, into: &bytes)
         }
+        return bytes
+    }
+
+    /// One command's bytes, in a buffer of their exact size.
+    private static func encode(_ command: [String]) -> ByteBuffer {
+        var bytes = ByteBufferAllocator().buffer(capacity: RedisCommandEncoder.size(of: command))
+        RedisCommandEncoder.encode(command, into: &bytes)
         return bytes
     }
 }

@@ -18,11 +18,7 @@ public enum RedisCommandEncoder {
     /// Appends the RESP bytes of one command to `buffer`: its size is worked out first, so the buffer is checked and
     /// grown once and every byte is then stored through one pointer.
     public static func encode(_ arguments: [String], into buffer: inout ByteBuffer) {
-        var size = 3 + digitCount(arguments.count)
-        for argument in arguments {
-            let length = argument.utf8.count
-            size += 5 + digitCount(length) + length
-        }
+        let size = size(of: arguments)
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { output in
             var position = 0
             func put(_ byte: UInt8) {
@@ -61,6 +57,16 @@ public enum RedisCommandEncoder {
             }
             return position
         }
+    }
+
+    /// How many bytes ``encode(_:into:)`` writes for `arguments`, so that a buffer can be made the right size at once.
+    public static func size(of arguments: [String]) -> Int {
+        var size = 3 + digitCount(arguments.count)
+        for argument in arguments {
+            let length = argument.utf8.count
+            size += 5 + digitCount(length) + length
+        }
+        return size
     }
 
     /// How many decimal digits a non-negative count has.

@@ -67,7 +67,7 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
                 guard continueIfExpected(&head, context: context) else { return }
             }
             if head.headers.contains(name: "upgrade") {
-                if HeaderTokens.contains(head.headers["upgrade"], token: "websocket") {
+                if HeaderTokens.contains(head.headers, name: "upgrade", token: "websocket") {
                     context.fireChannelRead(wrapInboundOut(.head(head)))
                     context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
                     return

@@ -114,7 +114,7 @@ final class DeviceUpgradeSniffer: ChannelInboundHandler, RemovableChannelHandler
             answer.writeString(
                 "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\nSec-WebSocket-Accept: "
             )
-            answer.writeString(DeviceUpgrader.accept(head))
+            DeviceUpgrader.writeAccept(head, into: &answer)
             answer.writeString("\r\n\r\n")
             context.write(wrapOutboundOut(answer), promise: nil)
             do {

@@ -1,5 +1,4 @@
 import Crypto
-import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
@@ -22,7 +21,7 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
     let supportedProtocol = "websocket"
     let requiredUpgradeHeaders: [String] = []
 
-    private static let magicGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+    private static let magicGUID: [UInt8] = Array("258EAFA5-E914-47DA-95CA-C5AB0DC85B11".utf8)
 
     func buildUpgradeResponse(
         channel: any Channel,
@@ -49,33 +48,70 @@ struct DeviceUpgrader: NIOTypedHTTPServerProtocolUpgrader {
 
     /// Why `head` is not an upgrade of the device path this server takes (the SPEC error it is answered), or nil.
     /// NIO's upgrade handler asks the upgrader only for a request whose `Upgrade` header names `websocket`; the request
-    /// read without it (``DeviceUpgradeHead``) is checked for that too.
+    /// read without it (``DeviceUpgradeHead``) is checked for that too. Reads the head in place, with no copy: it runs
+    /// on every connect.
     static func problem(with head: HTTPRequestHead) -> StatusError? {
         guard head.method == .GET else { return StatusError(.methodNotAllowed, "a WebSocket upgrade is a GET") }
-        let keys = head.headers["Sec-WebSocket-Key"]
-        guard keys.count == 1, let key = keys.first, isValidKey(key), head.headers["Sec-WebSocket-Version"] == ["13"],
-            HeaderTokens.contains(head.headers["Connection"], token: "upgrade"),
-            HeaderTokens.contains(head.headers["Upgrade"], token: "websocket")
+        guard let key = only("Sec-WebSocket-Key", in: head.headers), isValidKey(key),
+            only("Sec-WebSocket-Version", in: head.headers) == "13",
+            HeaderTokens.contains(head.headers, name: "Connection", token: "upgrade"),
+            HeaderTokens.contains(head.headers, name: "Upgrade", token: "websocket")
         else {
             return StatusError(.invalidRequest, "a WebSocket upgrade needs Connection: Upgrade, one Sec-WebSocket-Key and version 13")
         }
-        guard head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) == DeviceGateway.path else {
+        let uri = head.uri.utf8
+        guard uri.prefix(while: { $0 != UInt8(ascii: "?") }).elementsEqual(DeviceGateway.path.utf8) else {
             return StatusError(.notFound, "no such route")
         }
         return nil
     }
 
+    /// The value of the one field named `name` in `headers`; nil when there is none or more than one.
+    private static func only(_ name: String, in headers: HTTPHeaders) -> String? {
+        var found: String?
+        for field in headers where HeaderTokens.equalIgnoringCase(field.name, name) {
+            guard found == nil else { return nil }
+            found = field.value
+        }
+        return found
+    }
+
     /// RFC 6455 §4.2.2: the `Sec-WebSocket-Accept` of a request that passed ``problem(with:)``.
     static func accept(_ head: HTTPRequestHead) -> String {
-        let key = head.headers.first(name: "Sec-WebSocket-Key") ?? ""
-        return Data(Insecure.SHA1.hash(data: Data((key + magicGUID).utf8))).base64EncodedString()
+        var bytes = ByteBuffer()
+        writeAccept(head, into: &bytes)
+        return String(buffer: bytes)
+    }
+
+    /// Appends ``accept(_:)``'s value to `buffer`: the SHA-1 of the key and the GUID, hashed from their bytes and
+    /// written in base64 without a string or `Data` in between.
+    static func writeAccept(_ head: HTTPRequestHead, into buffer: inout ByteBuffer) {
+        var hasher = Insecure.SHA1()
+        var key = head.headers.first(name: "Sec-WebSocket-Key") ?? ""
+        key.withUTF8 { hasher.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        magicGUID.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        hasher.finalize().withUnsafeBytes { digest in
+            Base64.write(digest, into: &buffer)
+        }
     }
 
     /// RFC 6455 §4.2.1: the key is 16 bytes in base64 (canonical, so that every client that follows the RFC passes and
-    /// the check is the same for every decoder).
+    /// the check is the same for every decoder): 21 characters of the base64 alphabet, a 22nd that carries two bits and
+    /// four zero bits (`A`, `Q`, `g` or `w`), then `==`.
     static func isValidKey(_ key: String) -> Bool {
-        guard let bytes = Data(base64Encoded: key) else { return false }
-        return bytes.count == 16 && bytes.base64EncodedString() == key
+        let bytes = key.utf8
+        guard bytes.count == 24 else { return false }
+        for (position, byte) in bytes.enumerated() {
+            switch position {
+            case 0..<21:
+                guard Base64.value(of: byte) != nil else { return false }
+            case 21:
+                guard let value = Base64.value(of: byte), value & 0x0F == 0 else { return false }
+            default:
+                guard byte == UInt8(ascii: "=") else { return false }
+            }
+        }
+        return true
     }
 
     func upgrade(channel: any Channel, upgradeRequest: HTTPRequestHead) -> EventLoopFuture<UpgradeResult> {

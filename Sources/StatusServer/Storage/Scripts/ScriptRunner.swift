@@ -58,12 +58,17 @@ struct ScriptRunner: Sendable {
     /// The `EVALSHA` of `script`, to send in a pipeline with ``pipeline(_:loading:)``.
     func command<Script: StatusScript>(_ script: Script.Type, keys: Script.Keys, arguments: Script.Arguments) throws -> [String] {
         let keys = try keys.strings
-        return ["EVALSHA", Script.script(in: scripts).sha1, String(keys.count)] + keys + (try fenced(arguments, first: keys.first))
+        return RedisClient.evalsha(Script.script(in: scripts), keys: keys, arguments: try fenced(arguments, first: keys.first))
     }
 
     /// A call's arguments after its deadline, on the clock of the server its keys are on (``WriteFence``).
     private func fenced(_ arguments: some ScriptInput, first key: String?) throws -> [String] {
-        [String(scripts.fence.deadlineMs(at: redis.currentEndpoint(forKey: key)))] + (try arguments.strings)
+        let strings = try arguments.strings
+        var fenced: [String] = []
+        fenced.reserveCapacity(1 + strings.count)
+        fenced.append(String(scripts.fence.deadlineMs(at: redis.currentEndpoint(forKey: key))))
+        fenced.append(contentsOf: strings)
+        return fenced
     }
 
     /// Sends `commands`, some of them ``command(_:keys:arguments:)``s of `loading`, in one round trip; when Redis lost
