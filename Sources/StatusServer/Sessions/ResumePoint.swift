@@ -63,17 +63,29 @@ struct ResumePoint: Sendable, Equatable {
     /// (`#` is in no userId, SPEC §1); then the audience, when recorded: `~a` (an `all` scope) or `~l` (a list), and
     /// one `@<key>` per user of ``Audience/keys``.
     var stored: String {
-        ([connection, String(lostAt)] + Self.storedTail(delivered: delivered, audience: audience)).joined(separator: " ")
+        var text = connection
+        text += " "
+        text += String(lostAt)
+        Self.appendTail(delivered: delivered, audience: audience, to: &text)
+        return text
     }
 
-    /// The parts of the stored form after the moment.
-    static func storedTail(delivered: [UInt64: Int64], audience: Audience?) -> [String] {
-        var parts = delivered.sorted { $0.key < $1.key }.map { "#\(String($0.key, radix: 16)):\($0.value)" }
-        if let audience {
-            parts.append(audience.appWide ? "~a" : "~l")
-            parts += audience.keys.sorted().map { "@" + String($0, radix: 16) }
+    /// Appends the parts of the stored form after the moment, each after a space, to `text`: written in place, as a
+    /// departing device's point is on every disconnect.
+    static func appendTail(delivered: [UInt64: Int64], audience: Audience?, to text: inout String) {
+        text.reserveCapacity(text.utf8.count + 24 * delivered.count + 18 * (audience?.keys.count ?? 0) + 3)
+        for (key, version) in delivered.sorted(by: { $0.key < $1.key }) {
+            text += " #"
+            text += String(key, radix: 16)
+            text += ":"
+            text += String(version)
         }
-        return parts
+        guard let audience else { return }
+        text += audience.appWide ? " ~a" : " ~l"
+        for key in audience.keys.sorted() {
+            text += " @"
+            text += String(key, radix: 16)
+        }
     }
 
     /// A resume point as a departing session leaves it for `devices_remove.lua`, which stores it with its moment taken
@@ -89,7 +101,9 @@ struct ResumePoint: Sendable, Equatable {
 
         /// The stored form without its moment, `"<connection> <the rest>"`, which the script completes.
         var scriptArgument: String {
-            ([connection] + ResumePoint.storedTail(delivered: delivered, audience: audience)).joined(separator: " ")
+            var text = connection
+            ResumePoint.appendTail(delivered: delivered, audience: audience, to: &text)
+            return text
         }
 
         /// The point the script stores when it runs at `nowMs` on Redis's clock.
