@@ -31,6 +31,9 @@ final class AppRegistry: Sendable {
     private let missing = Mutex(ShortLivedCache<Bool>(ttl: cacheTTL, capacity: cacheCapacity))
     /// The owner of API keys looked up lately ("" when none), by digest.
     private let keyOwners = Mutex(ShortLivedCache<String>(ttl: cacheTTL, capacity: cacheCapacity))
+    /// The reads of apps under way, and of API keys' owners, which calls that miss the cache meanwhile wait for.
+    private let reads = SingleFlight<AppRecord?>()
+    private let ownerReads = SingleFlight<String?>()
     let deletion: AppDeletion
 
     init(redis: RedisClient, scripts: ScriptLibrary, clock: any NodeClock) {
@@ -83,14 +86,17 @@ final class AppRegistry: Sendable {
             return cached.record
         }
         if missing.withLock({ $0.value(for: appId, now: now) }) != nil { return nil }
-        let record: AppRecord?
-        do {
-            record = try await fetch(appId)
-        } catch let error as RedisClientError where error.isConnectionProblem {
-            return try staleCopy(of: appId, now: now, error: error)
+        // The calls that find the copy stale while it is being read again wait for that read (``SingleFlight``).
+        return try await reads.run(appId) {
+            let record: AppRecord?
+            do {
+                record = try await fetch(appId)
+            } catch let error as RedisClientError where error.isConnectionProblem {
+                return try staleCopy(of: appId, now: now, error: error)
+            }
+            store(record, for: appId)
+            return record
         }
-        store(record, for: appId)
-        return record
     }
 
     /// How long a copy may serve while the app's own key cannot be read, and how often it is tried again meanwhile.
@@ -162,10 +168,12 @@ final class AppRegistry: Sendable {
     func appId(forAPIKey apiKey: String) async throws -> String? {
         let digest = Self.digest(apiKey)
         if let owner = keyOwners.withLock({ $0.value(for: digest, now: clock.now) }) { return owner.isEmpty ? nil : owner }
-        let owner = try await redis.send("GET", RedisKeys.apiKey(digest: digest)).string
-        let now = clock.now
-        keyOwners.withLock { $0.store(owner ?? "", for: digest, now: now) }
-        return owner
+        return try await ownerReads.run(digest) {
+            let owner = try await redis.send("GET", RedisKeys.apiKey(digest: digest)).string
+            let now = clock.now
+            keyOwners.withLock { $0.store(owner ?? "", for: digest, now: now) }
+            return owner
+        }
     }
 
     /// Every appId (for node-wide sweeps).

@@ -1,0 +1,96 @@
+import Logging
+import RedisClient
+import StatusCore
+import Synchronization
+import Testing
+
+@testable import StatusServer
+
+/// Calls that find an app's cached copy stale while it is being read again wait for that read (``SingleFlight``): a
+/// reconnect storm costs Redis one read of the app per half second, not one per connect that came during the read.
+@Suite struct AppReadCoalescingTests {
+    /// Redis is paused while fifty lookups of a stale app start, so every one of them comes while the first read is
+    /// on the wire: one `HMGET` reaches Redis, and all fifty get the app.
+    @Test(.redis) func lookupsDuringARereadShareIt() async throws {
+        try await withPrivateRedis { server in
+            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "app-reads"))
+            let clock = ManualNodeClock()
+            let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: clock)
+            let appId = try await registry.create(appId: "coalesce", config: AppConfig()).record.appId
+            clock.advance(by: AppRegistry.cacheTTL + .milliseconds(1))
+            let before = try await UnknownAppCacheTests.lookups(redis)
+            server.pause()
+            let found = try await withThrowingTaskGroup(of: String?.self) { group in
+                for _ in 0..<50 {
+                    group.addTask { try await registry.find(appId)?.appId }
+                }
+                // Every lookup starts while Redis cannot answer the first read.
+                try await Task.sleep(for: .milliseconds(300))
+                server.resume()
+                return try await group.reduce(into: [String?]()) { $0.append($1) }
+            }
+            let reads = try await UnknownAppCacheTests.lookups(redis) - before
+            #expect(found == Array(repeating: appId, count: 50))
+            #expect(reads == 1, "uncoalesced: one read per lookup, 50")
+            await redis.close()
+        }
+    }
+
+    @Test func waitersGetTheReadersValueAndTheReadRunsOnce() async throws {
+        let flight = SingleFlight<Int>()
+        let reads = ReadCount()
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let results = try await withThrowingTaskGroup(of: Int.self) { group in
+            group.addTask {
+                try await flight.run("k") {
+                    reads.count.add(1, ordering: .relaxed)
+                    for await _ in gate { break }
+                    return 7
+                }
+            }
+            while flight.inFlight == 0 { await Task.yield() }
+            for _ in 0..<20 {
+                group.addTask { try await flight.run("k") { reads.count.add(1, ordering: .relaxed).newValue + 100 } }
+            }
+            // The twenty are filed as waiters before the read ends (a waiter filed late would read on its own).
+            try await Task.sleep(for: .milliseconds(100))
+            open.yield()
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(results == Array(repeating: 7, count: 21))
+        #expect(reads.count.load(ordering: .relaxed) == 1)
+        #expect(flight.inFlight == 0)
+        // Nothing is kept: the next call reads again.
+        #expect(try await flight.run("k") { 8 } == 8)
+    }
+
+    @Test func aFailedReadFailsItsWaitersAndOtherKeysReadOnTheirOwn() async throws {
+        struct Broken: Error {}
+        let flight = SingleFlight<Int>()
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let outcomes = await withTaskGroup(of: String.self) { group in
+            group.addTask {
+                do {
+                    return String(
+                        try await flight.run("a") {
+                            for await _ in gate { break }
+                            throw Broken()
+                        }
+                    )
+                } catch { return "\(error)" }
+            }
+            while flight.inFlight == 0 { await Task.yield() }
+            group.addTask { (try? await flight.run("a") { 1 }).map(String.init) ?? "failed" }
+            group.addTask { (try? await flight.run("b") { 2 }).map(String.init) ?? "failed" }
+            try? await Task.sleep(for: .milliseconds(100))
+            open.yield()
+            return await group.reduce(into: [String]()) { $0.append($1) }.sorted()
+        }
+        #expect(outcomes == ["2", "Broken()", "failed"])
+    }
+}
+
+/// How many times a read ran, shared by the tasks of a test.
+private final class ReadCount: Sendable {
+    let count = Atomic(0)
+}
