@@ -6,8 +6,10 @@ import Testing
 
 @testable import StatusServer
 
-/// Calls that find an app's cached copy stale while it is being read again wait for that read (``SingleFlight``): a
-/// reconnect storm costs Redis one read of the app per half second, not one per connect that came during the read.
+/// Calls that find an app's cached copy stale while it is being read again do not read it too (``SingleFlight``): a
+/// reconnect storm costs Redis one read of the app per half second, not one per connect that came during the read. A
+/// copy stale by less than ``AppRegistry/servedWhileReading`` serves them meanwhile; an older one makes them wait for
+/// the read.
 @Suite struct AppReadCoalescingTests {
     /// Redis is paused while fifty lookups of a stale app start, so every one of them comes while the first read is
     /// on the wire: one `HMGET` reaches Redis, and all fifty get the app.
@@ -32,6 +34,51 @@ import Testing
             let reads = try await UnknownAppCacheTests.lookups(redis) - before
             #expect(found == Array(repeating: appId, count: 50))
             #expect(reads == 1, "uncoalesced: one read per lookup, 50")
+            await redis.close()
+        }
+    }
+
+    /// While a read is on the wire (Redis paused), a lookup with the copy just stale is answered from it at once, and
+    /// one with the copy stale past ``AppRegistry/servedWhileReading`` waits for the read: it is answered only once
+    /// Redis is, and Redis saw one read.
+    ///
+    /// The client waits 60 s for a reply here: a lookup that waited for the read instead of being served would be
+    /// answered only by the read's timeout (from the stale copy, ``AppRegistry``'s partition rule), which the bound of
+    /// 10 s tells apart.
+    @Test(.redis) func aJustStaleCopyServesWhileTheAppIsReadAndAnOlderOneWaits() async throws {
+        try await withPrivateRedis { server in
+            var configuration = server.configuration
+            configuration.commandTimeout = .seconds(60)
+            let redis = RedisClient(configuration: configuration, logger: Logger(label: "app-reads"))
+            let clock = ManualNodeClock()
+            let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: clock)
+            let appId = try await registry.create(appId: "serves", config: AppConfig()).record.appId
+            clock.advance(by: AppRegistry.cacheTTL + .milliseconds(1))
+            let before = try await UnknownAppCacheTests.lookups(redis)
+            server.pause()
+            let resumed = ReadCount()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    let found = try await registry.find(appId)?.appId
+                    #expect(found == appId)
+                }
+                // The first lookup's read is on the wire (Redis cannot answer it).
+                while !registry.isBeingRead(appId) { await Task.yield() }
+                let asked = ContinuousClock.now
+                #expect(try await registry.find(appId)?.appId == appId)
+                #expect(ContinuousClock.now - asked < .seconds(10), "served from the copy while Redis is paused")
+                clock.advance(by: AppRegistry.servedWhileReading)
+                group.addTask {
+                    let found = try await registry.find(appId)?.appId
+                    #expect(found == appId)
+                    #expect(resumed.count.load(ordering: .relaxed) == 1, "answered only once Redis answered")
+                }
+                try await Task.sleep(for: .milliseconds(200))
+                resumed.count.store(1, ordering: .relaxed)
+                server.resume()
+                try await group.waitForAll()
+            }
+            #expect(try await UnknownAppCacheTests.lookups(redis) - before == 1)
             await redis.close()
         }
     }

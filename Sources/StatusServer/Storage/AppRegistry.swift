@@ -45,6 +45,8 @@ final class AppRegistry: Sendable {
 
     /// How many apps this node caches (for tests of the cache bound).
     var cachedCount: Int { cache.withLock { $0.count } }
+    /// Whether `appId` is being read from Redis now (for tests).
+    func isBeingRead(_ appId: String) -> Bool { reads.isReading(appId) }
     /// How many missing appIds this node remembers (for tests of the bound).
     var missingCount: Int { missing.withLock { $0.count } }
 
@@ -86,7 +88,14 @@ final class AppRegistry: Sendable {
             return cached.record
         }
         if missing.withLock({ $0.value(for: appId, now: now) }) != nil { return nil }
-        // The calls that find the copy stale while it is being read again wait for that read (``SingleFlight``).
+        // While the copy is being read again, a copy stale by less than ``servedWhileReading`` serves without waiting:
+        // the callers that would wait on the read include the fan-out, which every delivery waits on.
+        if reads.isReading(appId), let cached = cache.withLock({ $0[appId] }),
+            now - cached.fetched < Self.cacheTTL + Self.servedWhileReading
+        {
+            return cached.record
+        }
+        // Otherwise the calls that find it stale while it is being read wait for that read (``SingleFlight``).
         return try await reads.run(appId) {
             let record: AppRecord?
             do {
@@ -98,6 +107,10 @@ final class AppRegistry: Sendable {
             return record
         }
     }
+
+    /// How long past ``cacheTTL`` a copy serves while another call reads the app again: with the TTL, 750 ms, within
+    /// SPEC §3's second for a config change to reach every node. A read that takes longer makes callers wait for it.
+    static let servedWhileReading: Duration = .milliseconds(250)
 
     /// How long a copy may serve while the app's own key cannot be read, and how often it is tried again meanwhile.
     static let staleLimit: Duration = .seconds(60)

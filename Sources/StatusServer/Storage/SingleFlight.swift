@@ -7,7 +7,9 @@ import Synchronization
 /// and without this by every call that comes while that read is on the wire. In a reconnect storm that was a read and
 /// a config decode for one connect in eight (`MONITOR` at 2,000 connects/s), on Redis's one thread, when Redis was
 /// busiest. A waiting call gets the result of a read sent after the copy went stale, at most one round trip before the
-/// call came: no older than what the cache itself may serve.
+/// call came: no older than what the cache itself may serve. A waiting call is resumed by the reading call's task, so
+/// a caller that must not wait on another's scheduling (the fan-out) is better served a copy meanwhile
+/// (``AppRegistry/servedWhileReading``).
 ///
 /// Waiters are resumed by the call that reads, once its read ends (with its value or its error); their number is
 /// bounded by the calls in flight. A waiter is not woken early by its task's cancellation: the read it waits for is
@@ -26,21 +28,33 @@ final class SingleFlight<Value: Sendable>: Sendable {
     /// How many keys have a read under way (for tests).
     var inFlight: Int { waiting.withLock { $0.count } }
 
+    /// Whether a read of `key` is under way.
+    func isReading(_ key: String) -> Bool { waiting.withLock { $0[key] != nil } }
+
     /// `read()`'s result for `key`: run here when no read of `key` is under way, else the result of the one that is.
+    /// The call that reads does not suspend to find that out: a task suspended and resumed at once goes to the back of
+    /// its executor's queue, and the fan-out's executor is the busiest.
     func run(_ key: String, _ read: () async throws -> Value) async throws -> Value {
-        // Whether to read or to wait is decided, and the waiter filed, under one lock.
-        let turn = try await withCheckedThrowingContinuation { continuation in
-            let reading = waiting.withLock { waiting -> Bool in
-                guard waiting[key] != nil else {
-                    waiting[key] = []
+        let reading = waiting.withLock { waiting -> Bool in
+            guard waiting[key] == nil else { return false }
+            waiting[key] = []
+            return true
+        }
+        if !reading {
+            // Filed as a waiter under the lock, unless the read ended meanwhile: then this call reads.
+            let turn = try await withCheckedThrowingContinuation { continuation in
+                let filed = waiting.withLock { waiting -> Bool in
+                    guard waiting[key] != nil else {
+                        waiting[key] = []
+                        return false
+                    }
+                    waiting[key]!.append(continuation)
                     return true
                 }
-                waiting[key]!.append(continuation)
-                return false
+                if !filed { continuation.resume(returning: Turn.read) }
             }
-            if reading { continuation.resume(returning: Turn.read) }
+            if case .result(let value) = turn { return value }
         }
-        if case .result(let value) = turn { return value }
         let result: Result<Value, any Error>
         do {
             result = .success(try await read())
