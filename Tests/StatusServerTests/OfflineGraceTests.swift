@@ -67,7 +67,9 @@ import Testing
                 #expect(offline["statusType"] == "offline" && !offline.has("customStatus"))
                 #expect(offline["version"].int == version + 1)
                 #expect(heard - dropped >= 900, "offline after \(heard - dropped) ms, before the grace ended")
-                #expect(heard - dropped < 2000, "offline \(heard - dropped) ms after the drop")
+                // The grace's end is found by the nodes' sweep (every quarter second): 1–1.25 s after the drop, later
+                // only by what a busy machine adds (2.1 s seen with the whole CI beside it).
+                #expect(heard - dropped < 3000, "offline \(heard - dropped) ms after the drop")
                 // lastActiveAt is the drop, not the end of the grace.
                 let lastActive = try #require(offline["lastActiveAt"].int)
                 #expect(abs(lastActive - dropped) < 300, "lastActiveAt \(lastActive - dropped) ms from the drop")
