@@ -14,13 +14,7 @@ import Testing
     /// Redis is paused while fifty lookups of a stale app start, so every one of them comes while the first read is
     /// on the wire: one `HMGET` reaches Redis, and all fifty get the app.
     @Test(.redis) func lookupsDuringARereadShareIt() async throws {
-        try await withPrivateRedis { server in
-            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "app-reads"))
-            let clock = ManualNodeClock()
-            let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: clock)
-            let appId = try await registry.create(appId: "coalesce", config: AppConfig()).record.appId
-            clock.advance(by: AppRegistry.cacheTTL + .milliseconds(1))
-            let before = try await UnknownAppCacheTests.lookups(redis)
+        try await Self.withStaleApp { server, registry, appId, _ in
             server.pause()
             let found = try await withThrowingTaskGroup(of: String?.self) { group in
                 for _ in 0..<50 {
@@ -31,10 +25,9 @@ import Testing
                 server.resume()
                 return try await group.reduce(into: [String?]()) { $0.append($1) }
             }
-            let reads = try await UnknownAppCacheTests.lookups(redis) - before
             #expect(found == Array(repeating: appId, count: 50))
+        } reads: { reads in
             #expect(reads == 1, "uncoalesced: one read per lookup, 50")
-            await redis.close()
         }
     }
 
@@ -46,15 +39,7 @@ import Testing
     /// answered only by the read's timeout (from the stale copy, ``AppRegistry``'s partition rule), which the bound of
     /// 10 s tells apart.
     @Test(.redis) func aJustStaleCopyServesWhileTheAppIsReadAndAnOlderOneWaits() async throws {
-        try await withPrivateRedis { server in
-            var configuration = server.configuration
-            configuration.commandTimeout = .seconds(60)
-            let redis = RedisClient(configuration: configuration, logger: Logger(label: "app-reads"))
-            let clock = ManualNodeClock()
-            let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: clock)
-            let appId = try await registry.create(appId: "serves", config: AppConfig()).record.appId
-            clock.advance(by: AppRegistry.cacheTTL + .milliseconds(1))
-            let before = try await UnknownAppCacheTests.lookups(redis)
+        try await Self.withStaleApp(commandTimeout: .seconds(60)) { server, registry, appId, clock in
             server.pause()
             let resumed = ReadCount()
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -78,7 +63,29 @@ import Testing
                 server.resume()
                 try await group.waitForAll()
             }
-            #expect(try await UnknownAppCacheTests.lookups(redis) - before == 1)
+        } reads: { reads in
+            #expect(reads == 1)
+        }
+    }
+
+    /// Runs `body` with an app cached by a registry of its own on a private Redis, its copy just gone stale (the
+    /// registry's clock is manual), then `reads` with how many times the app was read from Redis meanwhile.
+    static func withStaleApp(
+        commandTimeout: Duration? = nil,
+        _ body: (PrivateRedis, AppRegistry, String, ManualNodeClock) async throws -> Void,
+        reads: (Int) -> Void
+    ) async throws {
+        try await withPrivateRedis { server in
+            var configuration = server.configuration
+            if let commandTimeout { configuration.commandTimeout = commandTimeout }
+            let redis = RedisClient(configuration: configuration, logger: Logger(label: "app-reads"))
+            let clock = ManualNodeClock()
+            let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: clock)
+            let appId = try await registry.create(appId: "stale", config: AppConfig()).record.appId
+            clock.advance(by: AppRegistry.cacheTTL + .milliseconds(1))
+            let before = try await UnknownAppCacheTests.lookups(redis)
+            try await body(server, registry, appId, clock)
+            reads(try await UnknownAppCacheTests.lookups(redis) - before)
             await redis.close()
         }
     }
