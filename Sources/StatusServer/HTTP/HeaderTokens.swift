@@ -17,7 +17,7 @@ enum HeaderTokens {
 
     /// Whether `a` and `b` are the same ASCII case-insensitively, as header names compare (RFC 9110 §5.1).
     static func equalIgnoringCase(_ a: String, _ b: String) -> Bool {
-        a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { lowercased($0) == lowercased($1) }
+        sameIgnoringCase(a.utf8, b.utf8)
     }
 
     /// Whether one comma-separated element of `value`, trimmed, is `token`.
@@ -26,7 +26,7 @@ enum HeaderTokens {
         var start = bytes.startIndex
         while true {
             let end = bytes[start...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.endIndex
-            if equals(trimmed(bytes[start..<end]), token) { return true }
+            if sameIgnoringCase(trimmed(bytes[start..<end]), token.utf8) { return true }
             guard end != bytes.endIndex else { return false }
             start = bytes.index(after: end)
         }
@@ -40,8 +40,9 @@ enum HeaderTokens {
         return bytes[first...last]
     }
 
-    private static func equals(_ bytes: Substring.UTF8View, _ token: String) -> Bool {
-        bytes.count == token.utf8.count && zip(bytes, token.utf8).allSatisfy { lowercased($0) == lowercased($1) }
+    /// The one comparison of names and tokens: the same bytes, ASCII letters of either case alike.
+    private static func sameIgnoringCase(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { lowercased($0) == lowercased($1) }
     }
 
     private static func lowercased(_ byte: UInt8) -> UInt8 {
