@@ -7,7 +7,7 @@ import Testing
 @testable import StatusServer
 
 /// A status read is one `HMGET` of the status hash, which carries a read copy of the profile's role and last-seen
-/// privacy and of the devices (`lib.lua` `write_read_copy`). These tests check that every write keeps the copy right,
+/// privacy and of the devices (`lib.lua` `status_reply`). These tests check that every write keeps the copy right,
 /// and that a status hash written by an earlier version (no copy) still reads right and gets its copy.
 @Suite(.redis) struct StatusReadCopyTests {
     private func copy(_ redis: RedisClient, _ appId: String, _ userId: String) async throws -> [String: String] {

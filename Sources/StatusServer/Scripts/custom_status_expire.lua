@@ -12,7 +12,8 @@
 -- ARGV: appId, userId, user channel, app slot channel (docs/bus.md)
 -- Reply: {0} when there was nothing to clear, {2, ce} when its moment has not come yet, else {1, public view changed
 -- (0|1), <status reply>}.
-local s = read_with_copy(KEYS[1])
+local st = open_status(KEYS[1])
+local s = st.s
 if not s[5] or not s[2] or not s[13] then
     return { 0 }
 end
@@ -21,15 +22,18 @@ if tonumber(s[13]) > now then
     return { 2, s[13] }
 end
 local before = public_of(s)
-redis.call('HDEL', KEYS[1], 'cs', 'ce')
+local now_text = string.format('%d', now)
 if s[9] == 'invisible' then
     local seen = hidden_online(s[11])
     if seen and seen.expires == s[13] and seen.custom == s[2] then
-        redis.call('HSET', KEYS[1], 'ht', 'online:' .. seen.av .. '::')
+        status_put(st, 'ht', 'online:' .. seen.av .. '::')
     end
 end
-bump_version(KEYS[1], now)
-local public_change = settle_public(KEYS[1], before, now)
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3])
+status_put(st, 'cs', nil)
+status_put(st, 'ce', nil)
+status_bump(st, now_text)
+local public_change = status_settle(st, before, now_text)
+local reply = status_reply(st, KEYS[2], KEYS[3])
+status_flush(st)
 publish_status(ARGV[3], ARGV[4], ARGV[1], ARGV[2], 1, reply, public_change)
 return with_header({ 1, public_change }, reply)

@@ -30,7 +30,7 @@
 --       app slot channel (docs/bus.md), token generation ('' = no token to check), '1' to read the resume point[,
 --       the node's device list member, recent changes keep ms, role indexes' prefix (with the single-server keys)]
 -- Reply: {changed (1 status | 2 devices only), replaced device JSON | '', resume point | '', kicked count k,
---         (the public view changed: lib.lua settle_public, published with the change)
+--         (the public view changed: lib.lua status_settle, published with the change)
 --         k x (deviceId, device JSON, 'loginPolicy'|'tooManyDevices'), <status reply>}, or error USER_NOT_FOUND (no
 --         token) or TOKEN_REVOKED (the token's generation is not the user's, or the user is gone), or
 --         CONNECT_RATE_LIMITED <retry after ms>.
@@ -115,21 +115,24 @@ end
 
 local changed = 2
 local public_change = 0
-local before = read_public(KEYS[1])
+local now_text = string.format('%d', now)
+local st = open_status(KEYS[1])
+local before = public_of(st.s)
 -- SPEC §10.3: a device connecting during an offline grace ends it: the user never left `online`, so others are told
 -- nothing and the version stands.
-redis.call('HDEL', KEYS[1], 'gd', 'gu')
+status_put(st, 'gd', nil)
+status_put(st, 'gu', nil)
 -- SPEC §10.1: a new device (active unless a backend login says otherwise) may end automatic away.
 local devices = read_devices(KEYS[3])
-local auto_away = update_auto_away(KEYS[1], devices, before[10])
-if before[1] ~= 'online' or shown_availability(before) ~= shown_availability_with(before, auto_away) then
-    -- `la` before settle_public: the public view of a user online never shows it.
-    bump_version(KEYS[1], now, 't', 'online', 'la', now)
+status_auto_away(st, devices)
+-- `la` with the change: the public view of a user online never shows it.
+status_put(st, 'la', now_text)
+if before[1] ~= 'online' or shown_availability(before) ~= shown_availability(public_of(st.s)) then
+    status_put(st, 't', 'online')
+    status_bump(st, now_text)
     -- SPEC §10.5: an invisible user coming online changes nothing the public sees.
-    public_change = settle_public(KEYS[1], before, now)
+    public_change = status_settle(st, before, now_text)
     changed = 1
-else
-    redis.call('HSET', KEYS[1], 'la', now)
 end
 local resume_point = ''
 if ARGV[9] == '1' then
@@ -139,7 +142,8 @@ local header = { changed, previous, resume_point, #kicked / 3 }
 for i = 1, #kicked do
     header[#header + 1] = kicked[i]
 end
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true, devices, profile)
+local reply = status_reply(st, KEYS[2], KEYS[3], true, devices, profile)
+status_flush(st)
 publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply, public_change)
 if KEYS[7] then
     redis.call('SADD', KEYS[7], ARGV[10])

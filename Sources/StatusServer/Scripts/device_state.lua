@@ -14,7 +14,10 @@ end
 local now = now_ms()
 local raw = redis.call('HGET', KEYS[3], ARGV[1])
 if not raw then
-    return with_header({ 0, 0 }, status_reply(KEYS[1], KEYS[2], KEYS[3]))
+    local st = open_status(KEYS[1])
+    local reply = status_reply(st, KEYS[2], KEYS[3])
+    status_flush(st)
+    return with_header({ 0, 0 }, reply)
 end
 local device = cjson.decode(raw)
 local state = device.s or 'active'
@@ -28,20 +31,28 @@ end
 if moved or ARGV[3] == '1' then
     redis.call('HSET', KEYS[3], ARGV[1], cjson.encode(device))
 end
-local before = read_public(KEYS[1])
-touch_if_online(KEYS[1], now, before[1] or '')
+local now_text = string.format('%d', now)
+local st = open_status(KEYS[1])
+local before = public_of(st.s)
+if before[1] == 'online' then
+    -- SPEC §2: activity while online.
+    status_put(st, 'la', now_text)
+end
 if not moved then
-    return with_header({ 1, 0 }, status_reply(KEYS[1], KEYS[2], KEYS[3]))
+    local reply = status_reply(st, KEYS[2], KEYS[3])
+    status_flush(st)
+    return with_header({ 1, 0 }, reply)
 end
 local changed = 2
 local public_change = 0
 local devices = read_devices(KEYS[3])
-update_auto_away(KEYS[1], devices)
-if before[1] == 'online' and shown_availability(before) ~= shown_availability(read_public(KEYS[1])) then
-    bump_version(KEYS[1], now)
-    public_change = settle_public(KEYS[1], before, now)
+status_auto_away(st, devices)
+if before[1] == 'online' and shown_availability(before) ~= shown_availability(public_of(st.s)) then
+    status_bump(st, now_text)
+    public_change = status_settle(st, before, now_text)
     changed = 1
 end
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], true, devices)
+local reply = status_reply(st, KEYS[2], KEYS[3], true, devices)
+status_flush(st)
 publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply, public_change)
 return with_header({ 1, changed }, reply)

@@ -71,49 +71,57 @@ end
 local changed = 0
 local cleared = 0
 local public_change = 0
-local devices -- read once the devices are final (update_auto_away), and reused by status_reply
+local devices -- read once the devices are final (status_auto_away), and reused by status_reply
+local now_text = string.format('%d', now)
+local st = open_status(KEYS[1])
 -- The user leaves `online` as ARGV[1], last active at `last_active`: one change with the clearing of the custom status.
 local function leave_online(before, last_active)
     cleared = before[2] and 1 or 0
-    redis.call('HDEL', KEYS[1], 'cs', 'ce', 'ai', 'gd', 'gu')
-    if ARGV[1] == 'unlogined' and before[5] == 'invisible' and hidden_online(before[7]) then
-        redis.call('HSET', KEYS[1], 'ht', 'offline')
-        redis.call('HDEL', KEYS[1], 'hu')
+    for _, field in ipairs({ 'cs', 'ce', 'ai', 'gd', 'gu' }) do
+        status_put(st, field, nil)
     end
-    bump_version(KEYS[1], now, 't', ARGV[1], 'la', last_active)
+    if ARGV[1] == 'unlogined' and before[5] == 'invisible' and hidden_online(before[7]) then
+        status_put(st, 'ht', 'offline')
+        status_put(st, 'hu', nil)
+    end
+    status_put(st, 't', ARGV[1])
+    status_put(st, 'la', last_active)
+    status_bump(st, now_text)
     -- SPEC §10.5: an invisible user really leaving changes nothing the public sees (past the grace of becoming
     -- invisible).
-    public_change = settle_public(KEYS[1], before, now)
-    redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[2]))
+    public_change = status_settle(st, before, now_text)
+    redis.call('PEXPIRE', KEYS[4], ARGV[2])
     changed = 1
 end
 if #removed > 0 then
     changed = 2
-    local before = read_public(KEYS[1])
+    local before = public_of(st.s)
     local left = redis.call('HLEN', KEYS[3])
     if left == 0 and before[1] == 'online' and ARGV[1] == 'offline' and tonumber(ARGV[11]) > 0 then
-        redis.call('HSET', KEYS[1], 'gd', now, 'gu', now + tonumber(ARGV[11]))
+        status_put(st, 'gd', now_text)
+        status_put(st, 'gu', string.format('%d', now + tonumber(ARGV[11])))
     elseif left == 0 and before[1] == 'online' then
-        leave_online(before, now)
+        leave_online(before, now_text)
     elseif left > 0 and before[1] == 'online' then
         devices = read_devices(KEYS[3])
-        local auto_away = update_auto_away(KEYS[1], devices, before[10])
-        if shown_availability(before) ~= shown_availability_with(before, auto_away) then
-            bump_version(KEYS[1], now)
-            public_change = settle_public(KEYS[1], before, now)
+        status_auto_away(st, devices)
+        if shown_availability(before) ~= shown_availability(public_of(st.s)) then
+            status_bump(st, now_text)
+            public_change = status_settle(st, before, now_text)
             changed = 1
         end
     end
 elseif ARGV[1] == 'unlogined' and #ARGV < first_id then
     -- Every device kicked while none is connected: an offline grace, if one runs, ends now.
-    local g = redis.call('HMGET', KEYS[1], 'gd', 't')
-    if g[1] and g[2] == 'online' and redis.call('HLEN', KEYS[3]) == 0 then
-        leave_online(read_public(KEYS[1]), g[1])
+    local dropped = st.s[15]
+    if dropped and st.s[1] == 'online' and redis.call('HLEN', KEYS[3]) == 0 then
+        leave_online(public_of(st.s), dropped)
     end
 end
 local header = { changed, cleared, #removed / 2 }
 for _, value in ipairs(removed) do header[#header + 1] = value end
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3], #removed > 0, devices)
+local reply = status_reply(st, KEYS[2], KEYS[3], #removed > 0, devices)
+status_flush(st)
 if changed ~= 0 then
     publish_status(ARGV[7], ARGV[8], ARGV[5], ARGV[6], changed, reply, public_change)
 end

@@ -15,35 +15,41 @@
 -- Reply: {0} when there is no grace to end (a device connected, the user left invisibility, or none was started),
 -- {2, end} when one ends later, else {1, custom status cleared (0|1), public view changed (0|1), the end of a grace
 -- still running ('' = none), <status reply>}.
-local g = redis.call('HMGET', KEYS[1], 'gu', 'gd', 't', 'hu', 'av', 'ht')
+local st = open_status(KEYS[1])
+local s = st.s
 local now = now_ms()
+local now_text = string.format('%d', now)
 local before
-local hidden_until = g[4]
-if hidden_until and not (g[5] == 'invisible' and hidden_online(g[6])) then
+local hidden_until = s[17]
+if hidden_until and not (s[9] == 'invisible' and hidden_online(s[11])) then
     -- Left invisibility since.
-    redis.call('HDEL', KEYS[1], 'hu')
+    status_put(st, 'hu', nil)
     hidden_until = nil
 end
 if hidden_until and tonumber(hidden_until) <= now then
-    before = read_public(KEYS[1])
-    redis.call('HSET', KEYS[1], 'ht', 'offline')
-    redis.call('HDEL', KEYS[1], 'hu')
+    before = public_of(s)
+    status_put(st, 'ht', 'offline')
+    status_put(st, 'hu', nil)
     hidden_until = nil
 end
-local grace_until = g[1]
-if grace_until and (g[3] ~= 'online' or redis.call('HLEN', KEYS[3]) > 0) then
+local grace_until = s[16]
+if grace_until and (s[1] ~= 'online' or redis.call('HLEN', KEYS[3]) > 0) then
     -- A marker a connect would have removed: not a grace.
-    redis.call('HDEL', KEYS[1], 'gd', 'gu')
+    status_put(st, 'gd', nil)
+    status_put(st, 'gu', nil)
     grace_until = nil
 end
 local cleared = 0
 if grace_until and tonumber(grace_until) <= now then
-    before = before or read_public(KEYS[1])
-    redis.call('HSET', KEYS[1], 't', 'offline', 'la', g[2])
-    cleared = redis.call('HDEL', KEYS[1], 'cs')
-    redis.call('HDEL', KEYS[1], 'ce', 'ai', 'gd', 'gu')
-    bump_version(KEYS[1], now)
-    redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[1]))
+    before = before or public_of(s)
+    cleared = s[2] and 1 or 0
+    status_put(st, 't', 'offline')
+    status_put(st, 'la', s[15])
+    for _, field in ipairs({ 'cs', 'ce', 'ai', 'gd', 'gu' }) do
+        status_put(st, field, nil)
+    end
+    status_bump(st, now_text)
+    redis.call('PEXPIRE', KEYS[4], ARGV[1])
     grace_until = nil
 end
 local still = hidden_until
@@ -51,12 +57,14 @@ if grace_until and (not still or tonumber(grace_until) < tonumber(still)) then
     still = grace_until
 end
 if not before then
+    status_flush(st)
     if still then
         return { 2, still }
     end
     return { 0 }
 end
-local public_change = settle_public(KEYS[1], before, now)
-local reply = status_reply(KEYS[1], KEYS[2], KEYS[3])
+local public_change = status_settle(st, before, now_text)
+local reply = status_reply(st, KEYS[2], KEYS[3])
+status_flush(st)
 publish_status(ARGV[4], ARGV[5], ARGV[2], ARGV[3], 1, reply, public_change)
 return with_header({ 1, cleared, public_change, still or '' }, reply)

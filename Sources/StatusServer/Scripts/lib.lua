@@ -85,44 +85,12 @@ local function refresh_retention(subs_key, status_key, retention_ms)
     end
 end
 
--- SPEC §2: `version` +1 on every change of statusType or customStatus. `vt` records when it last moved, so that a
--- device resuming a session (SPEC §7) is sent the users whose version moved since it lost its socket. `...`: more
--- field/value pairs the change writes, set with `vt` in the same `HSET`.
-local function bump_version(status_key, now, ...)
-    redis.call('HINCRBY', status_key, 'v', 1)
-    redis.call('HSET', status_key, 'vt', now, ...)
-end
-
-
 -- SPEC §4 getUserStatus reads many users at once, so each user's status hash also carries a read copy of what a
 -- status read needs from the profile and the devices: `pc` (the profile's createdAt: the user exists), `pr` (role),
 -- `pp` (lastSeenPrivacy) and `dp` (the online devices as "deviceId platform deviceId platform ...": deviceIds have no
 -- spaces, SPEC §1). Every script that changes the profile or the devices rewrites it in the same atomic step, so a
 -- status read is one HMGET per user (StatusRepository.readFields). A status hash without `pc` belongs to a user that
 -- does not exist, or was last written by an earlier version: status_read_copy.lua fills it then.
--- One `HSET` of what is present and one `HDEL` of what is absent, not a call per field: every connect and departure
--- rewrites the copy.
-local function write_read_copy(status_key, created_at, role, privacy, device_words)
-    local set = { 'HSET', status_key, 'pc', created_at, 'dp', table.concat(device_words, ' ') }
-    local absent = { 'HDEL', status_key }
-    if role then
-        set[#set + 1] = 'pr'
-        set[#set + 1] = role
-    else
-        absent[#absent + 1] = 'pr'
-    end
-    if privacy then
-        set[#set + 1] = 'pp'
-        set[#set + 1] = privacy
-    else
-        absent[#absent + 1] = 'pp'
-    end
-    redis.call(unpack(set))
-    if #absent > 2 then
-        redis.call(unpack(absent))
-    end
-end
-
 -- SPEC §10.1 / §10.5: besides its status (`t`, `cs`, `la`, `v`) a status hash holds the chosen availability `av`
 -- (absent: available), the public version `pv` (absent: it is `v`, for data written before it existed), and while the
 -- user is invisible what the public sees of them: `ht` (statusType, `offline` or `unlogined`) and `hl` (lastActiveAt,
@@ -137,24 +105,81 @@ end
 -- `online:<shown availability>:<customStatusExpiresAt or ''>:<custom status>` (hidden_online), and `hl` is the moment
 -- the user became invisible (or really dropped, if that came first): the lastActiveAt shown then and after.
 
--- The status hash's status fields with its read copy and its presence fields:
--- {t, cs, la, v, pc, pr, pp, dp, av, pv, ht, hl, ce, ai} (nil where absent).
+-- The status hash's status fields with its read copy, its presence fields and its grace markers:
+-- {t, cs, la, v, pc, pr, pp, dp, av, pv, ht, hl, ce, ai, gd, gu, hu} (false where absent).
 local function read_with_copy(status_key)
-    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp', 'av', 'pv', 'ht', 'hl', 'ce', 'ai')
+    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp', 'av', 'pv', 'ht', 'hl', 'ce', 'ai',
+        'gd', 'gu', 'hu')
 end
 
--- The fields of the status hash the public view is made of, as read by read_public:
--- {t, cs, la, v, av, pv, ht, hl, ce, ai}.
-local function read_public(status_key)
-    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'av', 'pv', 'ht', 'hl', 'ce', 'ai')
+-- Each field's place in what read_with_copy reads.
+local STATUS_POSITION = { t = 1, cs = 2, la = 3, v = 4, pc = 5, pr = 6, pp = 7, dp = 8, av = 9, pv = 10, ht = 11, hl = 12,
+    ce = 13, ai = 14, gd = 15, gu = 16, hu = 17 }
+
+-- A status hash read once and written once. A script that changes a status reads the hash with open_status, makes its
+-- changes with status_put, which keeps `st.s` (read_with_copy's shape) as the hash will be, so that nothing is read
+-- again, and sends them with status_flush in one `HSET` and one `HDEL`. Each Redis call of a script costs about as much
+-- as its arithmetic: a connect and a departure each read the hash three times and wrote it up to six times before.
+local function open_status(status_key)
+    return { key = status_key, s = read_with_copy(status_key), order = {}, set = {}, del = {} }
 end
 
--- read_public's shape of what read_with_copy read.
+-- Sets `field` of the record `st` to the string `value`, or deletes it when `value` is nil or false. A change that
+-- leaves a field as it is costs nothing.
+local function status_put(st, field, value)
+    local i = STATUS_POSITION[field]
+    if i then
+        if (st.s[i] or nil) == (value or nil) then
+            return
+        end
+        st.s[i] = value or false
+    end
+    if not (st.set[field] or st.del[field]) then
+        st.order[#st.order + 1] = field
+    end
+    if value then
+        st.set[field], st.del[field] = value, nil
+    else
+        st.set[field], st.del[field] = nil, true
+    end
+end
+
+-- Sends the record's changes, in one `HSET` and one `HDEL`.
+local function status_flush(st)
+    local set, del = { 'HSET', st.key }, { 'HDEL', st.key }
+    for _, field in ipairs(st.order) do
+        if st.set[field] then
+            set[#set + 1] = field
+            set[#set + 1] = st.set[field]
+        elseif st.del[field] then
+            del[#del + 1] = field
+        end
+    end
+    if #set > 2 then
+        redis.call(unpack(set))
+    end
+    if #del > 2 then
+        redis.call(unpack(del))
+    end
+    st.order, st.set, st.del = {}, {}, {}
+end
+
+-- SPEC §2: `version` +1 on every change of statusType or customStatus. `vt` records when it last moved, so that a
+-- device resuming a session (SPEC §7) is sent the users whose version moved since it lost its socket. Numbers are
+-- stored as the decimal integers formatted here (`now_text`: the script's moment, formatted once): a Lua number passed
+-- to redis.call is formatted as a float, which costs more than the command that receives it.
+local function status_bump(st, now_text)
+    status_put(st, 'v', string.format('%d', (tonumber(st.s[4]) or 0) + 1))
+    status_put(st, 'vt', now_text)
+end
+
+-- The fields of the status hash the public view is made of, out of what read_with_copy read (a new table, so that it
+-- keeps what the public saw before the script's changes): {t, cs, la, v, av, pv, ht, hl, ce, ai}.
 local function public_of(s)
     return { s[1], s[2], s[3], s[4], s[9], s[10], s[11], s[12], s[13], s[14] }
 end
 
--- SPEC §10.1: the availability shown while online (`p` as read_public reads): `away` while the user chose `available`
+-- SPEC §10.1: the availability shown while online (`p` as public_of gives it): `away` while the user chose `available`
 -- and automatic away holds.
 local function shown_availability(p)
     local av = p[5] or 'available'
@@ -162,12 +187,6 @@ local function shown_availability(p)
         return 'away'
     end
     return av
-end
-
--- SPEC §10.1: the shown availability of public view `p` (read_public's shape) once `ai` is `ai`, the rest unchanged:
--- what a script that changed only `ai` (update_auto_away) would read back, without reading it.
-local function shown_availability_with(p, ai)
-    return shown_availability({ [5] = p[5], [10] = ai })
 end
 
 -- SPEC §10.5: the public view an `ht` of an invisible user still seen online holds (see above): its shown
@@ -183,13 +202,13 @@ local function hidden_online(ht)
     return { av = av, expires = expires, custom = custom }
 end
 
--- The `ht` of hidden_online for the public view `p` (read_public's shape) of a user seen online.
+-- The `ht` of hidden_online for the public view `p` (public_of's shape) of a user seen online.
 local function hidden_online_of(p)
     return 'online:' .. shown_availability(p) .. ':' .. (p[9] or '') .. ':' .. (p[2] or '')
 end
 
 -- SPEC §10.5: a string that is equal for two states exactly when the public view of them is the same (apart from its
--- version). `p` as read_public reads. An invisible user looks like a user who is not online with no custom status, or,
+-- version). `p` as public_of gives it. An invisible user looks like a user who is not online with no custom status, or,
 -- until their grace ends, exactly as they were seen online (so that leaving invisibility then changes nothing seen).
 local function public_key(p)
     local av = p[5] or 'available'
@@ -205,6 +224,22 @@ local function public_key(p)
         return 'online|' .. (p[2] or '') .. '|' .. shown_availability(p) .. '|' .. (p[9] or '')
     end
     return t .. '|' .. (p[2] or '') .. '|' .. (p[3] or '') .. '|' .. (p[9] or '')
+end
+
+-- SPEC §10.5: after a change that moved `v`, moves `pv` by exactly 1 when the public view changed, and only then.
+-- `before` is public_of the record before the change. A hash without `pv` starts from its `v` before the change.
+-- Returns 1 when the public view changed, else 0.
+local function status_settle(st, before, now_text)
+    local pv = tonumber(before[6] or before[4] or '0')
+    if public_key(before) ~= public_key(public_of(st.s)) then
+        status_put(st, 'pv', string.format('%d', pv + 1))
+        status_put(st, 'pt', now_text)
+        return 1
+    end
+    if not before[6] then
+        status_put(st, 'pv', string.format('%d', pv))
+    end
+    return 0
 end
 
 -- SPEC §10.4: a device's word in the read copy and the status reply: its platform, then `:idle` or `:background`
@@ -227,62 +262,46 @@ end
 
 -- SPEC §10.1 / §10.4: sets `ai` from the devices' states (`devices` as read_devices gives them): '1' when every
 -- connected device is `idle` or `background`, absent when one is `active`. With no device connected (an offline grace)
--- it is left as it was, so that a drop shows nobody a change of availability. `current`, when the script has read it
--- (`false` for absent), saves the write that would change nothing. Returns `ai` as it is after.
-local function update_auto_away(status_key, devices, current)
+-- it is left as it was, so that a drop shows nobody a change of availability.
+local function status_auto_away(st, devices)
     if #devices == 0 then
-        return current
+        return
     end
     for i = 2, #devices, 2 do
         if not devices[i].s then
-            if current ~= false then
-                redis.call('HDEL', status_key, 'ai')
-            end
-            return false
+            status_put(st, 'ai', nil)
+            return
         end
     end
-    if current ~= '1' then
-        redis.call('HSET', status_key, 'ai', '1')
-    end
-    return '1'
+    status_put(st, 'ai', '1')
 end
 
--- SPEC §10.5: after a write that moved `v`, moves `pv` by exactly 1 when the public view changed, and only then.
--- `before` is read_public of the hash before the write. A hash without `pv` starts from its `v` before the write.
--- Returns 1 when the public view changed, else 0.
-local function settle_public(status_key, before, now)
-    local after = read_public(status_key)
-    local pv = tonumber(before[6] or before[4] or '0')
-    if public_key(before) ~= public_key(after) then
-        redis.call('HSET', status_key, 'pv', string.format('%d', pv + 1), 'pt', now)
-        return 1
-    end
-    if not before[6] then
-        redis.call('HSET', status_key, 'pv', string.format('%d', pv))
-    end
-    return 0
+-- The status reply (below) of `s` (read_with_copy's shape) with this role and last-seen privacy, before its devices.
+local function reply_with(s, role, privacy)
+    return { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', role or '', privacy or '', s[9] or '',
+        s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '', s[14] or '' }
 end
 
--- The status reply (below) of what read_with_copy read, for a hash that has its copy.
+-- The status reply of what read_with_copy read, for a hash that has its copy.
 local function reply_from_copy(s)
-    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', s[6] or '', s[7] or '',
-        s[9] or '', s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '', s[14] or '' }
+    local reply = reply_with(s, s[6], s[7])
     for word in string.gmatch(s[8] or '', '%S+') do
         reply[#reply + 1] = word
     end
     return reply
 end
 
--- The status object as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', av|'', pv, ht|'', hl|'', ce|'',
--- ai|'', device1, device_word1, ...}.
+-- The status object of the record `st` as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', av|'', pv,
+-- ht|'', hl|'', ce|'', ai|'', device1, device_word1, ...}; called once the script's other changes are made.
 -- The profile's role and last-seen privacy travel with it: who may hear of the change, and who may see lastActiveAt.
 -- Scripts that change neither the devices nor the profile (custom status, heartbeat) read them from the read copy
 -- (above). With `refresh_copy` (every script that changes the devices or the profile passes it), or when the hash has
--- no copy yet, they are read from the profile and the devices and the copy is rewritten. `devices`, when the script
--- already has them from read_devices (and has not changed them since), saves reading and decoding them again.
--- `profile`, when the script has read {createdAt, role, lastSeenPrivacy} of the profile already, saves reading it again.
-local function status_reply(status_key, profile_key, devices_key, refresh_copy, devices, profile)
-    local s = read_with_copy(status_key)
+-- no copy yet, they are read from the profile and the devices and the copy is rewritten (sent by status_flush).
+-- `devices`, when the script already has them from read_devices (and has not changed them since), saves reading and
+-- decoding them again. `profile`, when the script has read {createdAt, role, lastSeenPrivacy} of the profile already,
+-- saves reading it again.
+local function status_reply(st, profile_key, devices_key, refresh_copy, devices, profile)
+    local s = st.s
     if s[5] and not refresh_copy then
         return reply_from_copy(s)
     end
@@ -293,8 +312,7 @@ local function status_reply(status_key, profile_key, devices_key, refresh_copy, 
         -- (SPEC §6, §10.3), and whoever may not see their lastActiveAt still does not.
         profile = { false, s[6], s[7] }
     end
-    local reply = { s[1] or 'unlogined', s[2] or '', s[3] or '', s[4] or '0', profile[2] or '', profile[3] or '',
-        s[9] or '', s[10] or s[4] or '0', s[11] or '', s[12] or '', s[13] or '', s[14] or '' }
+    local reply = reply_with(s, profile[2], profile[3])
     local words = {}
     devices = devices or read_devices(devices_key)
     for i = 1, #devices, 2 do
@@ -305,7 +323,10 @@ local function status_reply(status_key, profile_key, devices_key, refresh_copy, 
         words[#words + 1] = word
     end
     if profile[1] then
-        write_read_copy(status_key, profile[1], profile[2], profile[3], words)
+        status_put(st, 'pc', profile[1])
+        status_put(st, 'pr', profile[2])
+        status_put(st, 'pp', profile[3])
+        status_put(st, 'dp', table.concat(words, ' '))
     end
     return reply
 end
@@ -329,7 +350,7 @@ end
 -- The app's channel only carries changes of the public view (SPEC §10.5: what an invisible user does is told to their
 -- own devices only). A status change of a user nobody watches costs two lookups of absent channels.
 -- `reply` is a status reply (see status_reply); `change` is 1 (status) or 2 (devices only); `public_change` is 1 when
--- the public view changed (settle_public).
+-- the public view changed (status_settle).
 local function publish_status(user_channel, app_channel, app_id, user_id, change, reply, public_change)
     -- The message is one concatenation (Lua joins a chain of `..` in one step, into one new string); only the parts
     -- that may be absent are made before it. Identifiers (SPEC §1), statusType, availability and platforms are written

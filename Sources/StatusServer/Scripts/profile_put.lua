@@ -2,7 +2,7 @@
 -- A user created (again) gets a fresh token generation, kept across updates: tokens carry it, so tokens of a deleted
 -- user never work for a user created later under the same id (SPEC §7).
 -- SPEC §2 last-seen privacy and role-scoped presence read the profile's `lastSeenPrivacy` and `role` through the status
--- hash's read copy (lib.lua write_read_copy), rewritten here in the same step.
+-- hash's read copy (lib.lua status_reply), rewritten here in the same step.
 -- KEYS: profile, status, devices
 -- ARGV: now ms, new generation (used only when the user is created), then field/value pairs (name, role, tags, ...)
 -- Reply: {created (0|1), createdAt}
@@ -22,5 +22,7 @@ end
 for i = 3, #ARGV, 2 do
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
 end
-status_reply(KEYS[2], KEYS[1], KEYS[3], true)
+local st = open_status(KEYS[2])
+status_reply(st, KEYS[1], KEYS[3], true)
+status_flush(st)
 return { created, created_at }

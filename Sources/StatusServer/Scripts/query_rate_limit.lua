@@ -12,7 +12,7 @@
 -- error USER_NOT_FOUND.
 --
 -- One read of the caller's status hash serves both the existence check (its read copy's `pc` proves the user exists,
--- lib.lua `write_read_copy`; `EXISTS` runs only for a hash without one) and the activity of an online caller.
+-- lib.lua `status_reply`; `EXISTS` runs only for a hash without one) and the activity of an online caller.
 local s = redis.call('HMGET', KEYS[2], 't', 'pc')
 if not s[2] and redis.call('EXISTS', KEYS[5]) == 0 then
     return redis.error_reply('USER_NOT_FOUND')

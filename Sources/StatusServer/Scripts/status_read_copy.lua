@@ -1,4 +1,4 @@
--- SPEC §4 getUserStatus: a status read is one HMGET of the status hash's read copy (lib.lua write_read_copy). This
+-- SPEC §4 getUserStatus: a status read is one HMGET of the status hash's read copy (lib.lua status_reply). This
 -- script serves the users whose status hash has no copy yet (last written by an earlier version): it writes the copy
 -- from the profile and the devices, then answers the same HMGET, so the reader decodes one shape. A user without a
 -- profile does not exist: nothing is written and the reply is nil.
@@ -8,5 +8,7 @@
 if redis.call('EXISTS', KEYS[2]) == 0 then
     return false
 end
-status_reply(KEYS[1], KEYS[2], KEYS[3], true)
+local st = open_status(KEYS[1])
+status_reply(st, KEYS[2], KEYS[3], true)
+status_flush(st)
 return redis.call('HMGET', KEYS[1], unpack(ARGV))

@@ -42,7 +42,7 @@ enum StatusReadCopy: StatusScript {
 /// answers it, decoded here once beside the script that writes the copy.
 extension StatusRepository {
     /// The fields of a user's status hash that a status read needs: its own (`t`, `cs`, `la`, `v`, `vt`), the read copy
-    /// of the profile and the devices (`pc`, `pr`, `pp`, `dp`; `lib.lua` `write_read_copy`), and what the views are made
+    /// of the profile and the devices (`pc`, `pr`, `pp`, `dp`; `lib.lua` `status_reply`), and what the views are made
     /// of (SPEC §10.5: `av`, `pv`, `ht`, `hl`, `ce`, `pt`, `ai`; `lib.lua`).
     static let readFields = ["t", "cs", "la", "v", "vt", "pc", "pr", "pp", "dp", "av", "pv", "ht", "hl", "ce", "pt", "ai"]
 
