@@ -11,7 +11,8 @@ the replay shortens the logged window to 1 ms to keep it so. The app's online in
 changes are filled to `--members` users, as a node holding that many devices has them.
 
 usage: script_cost.py REDIS_PORT STATUSD_PORT TOKENFILE REV [REV...] [--statusd-pid PID]   (REV `worktree`: the files as they are)
-Prints one row per round and revision, then the medians."""
+Prints one row per round and revision (with the bytes the scripts' writes add to the append-only file, which is what a
+replica is sent too), then the medians."""
 import argparse
 import hashlib
 import json
@@ -203,6 +204,19 @@ def main():
         fields = open("/proc/%d/stat" % pid).read().split(")")[1].split()
         return (int(fields[11]) + int(fields[12])) / tick
 
+    # What the scripts' writes add to the append-only file: what a replica is sent as well (Redis propagates a script
+    # as the writes it made). The AOF is kept in memory's page cache (no fsync) and never rewritten during the rounds.
+    redis.call("CONFIG", "SET", "appendfsync", "no")
+    redis.call("CONFIG", "SET", "auto-aof-rewrite-percentage", "0")
+    redis.call("CONFIG", "SET", "appendonly", "yes")
+    while b"aof_rewrite_in_progress:0" not in redis.call("INFO", "persistence") or b"aof_enabled:1" not in redis.call(
+        "INFO", "persistence"
+    ):
+        time.sleep(0.1)
+
+    def aof_size():
+        return int(re.search(rb"aof_current_size:(\d+)", redis.call("INFO", "persistence")).group(1))
+
     def replay(rev):
         shas = {}
         for name in ("device_connect", "devices_remove"):
@@ -214,6 +228,7 @@ def main():
             batch.append(resp(*([connect[0], shas["device_connect"]] + connect[2:])))
         payload = b"".join(batch)
         redis.call("CONFIG", "RESETSTAT")
+        written = aof_size()
         start = cpu()
         errors = 0
         for _ in range(options.cycles // 100):
@@ -222,6 +237,7 @@ def main():
                 if isinstance(redis.read(), RuntimeError):
                     errors += 1
         used = cpu() - start
+        written = aof_size() - written
         stats = redis.call("INFO", "commandstats").decode()
         evalsha = inner = 0
         for name, calls, usec in re.findall(r"cmdstat_(\w+):calls=(\d+),usec=(\d+)", stats):
@@ -230,16 +246,17 @@ def main():
             elif name not in ("config", "info", "script"):
                 inner += int(calls)
         n = options.cycles // 100 * 100
-        return evalsha / n, used * 1e6 / n, inner / n, errors
+        return evalsha / n, used * 1e6 / n, inner / n, errors, written / n
 
     results = {rev: [] for rev in options.revs}
-    print("| round | scripts of | µs per cycle in the scripts | Redis CPU µs per cycle | commands run per cycle | errors |")
-    print("|---:|---|---:|---:|---:|---:|")
+    print("| round | scripts of | µs per cycle in the scripts | Redis CPU µs per cycle | commands run per cycle | "
+          "bytes to the AOF per cycle | errors |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
     for round in range(1, options.rounds + 1):
         for rev in options.revs:
-            scripts, cpu_us, inner, errors = replay(rev)
+            scripts, cpu_us, inner, errors, written = replay(rev)
             results[rev].append((scripts, cpu_us))
-            print("| %d | `%s` | %.1f | %.1f | %.1f | %d |" % (round, rev, scripts, cpu_us, inner, errors))
+            print("| %d | `%s` | %.1f | %.1f | %.1f | %.0f | %d |" % (round, rev, scripts, cpu_us, inner, written, errors))
     print()
     print("| scripts of | median µs per cycle in the scripts | median Redis CPU µs per cycle |")
     print("|---|---:|---:|")
