@@ -84,9 +84,7 @@ import Testing
             let online = (0..<400).map { String(format: "on%03d", $0) }
             try await app.createUsers(online + ["zz-offline"])
             for user in online { _ = expectOK(try await app.login(user, "d1")) }
-            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "probe"))
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await redis.run() }
+            try await server.withClient("probe") { redis in
                 @Sendable func hmgets() async throws -> Int {
                     let info = try await redis.send("INFO", "commandstats").string ?? ""
                     let line = info.split(separator: "\r\n").first { $0.hasPrefix("cmdstat_hmget:") } ?? ""
@@ -108,7 +106,6 @@ import Testing
                 } while cursor != nil && pages < 20
                 #expect(found == ["zz-offline"])
                 #expect(pages >= 4)
-                group.cancelAll()
             }
         }
     }

@@ -36,9 +36,7 @@ import Testing
             let port = try #require(api.client.port)
             try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { _, _ in }
             try await waitUntilNoLocalUser(api)
-            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "probe"))
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await redis.run() }
+            try await server.withClient("probe") { redis in
                 let before = try await RefusalCostTests.commandCounts(redis)
                 try await Self.startLoggingCommands(redis)
                 try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { device, _ in
@@ -58,7 +56,6 @@ import Testing
                     expectOK(try await app.setStatus("bob", "back"))
                     #expect(try await device.nextStatus(of: "bob")["customStatus"] == "back")
                 }
-                group.cancelAll()
             }
         }
     }

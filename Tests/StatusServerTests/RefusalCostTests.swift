@@ -20,9 +20,7 @@ import Testing
             let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "rateLimit": ["calls": 1, "windowSeconds": 60]])
             let targets = (0..<100).map { "t\($0)" }
             try await app.createUsers(["alice"] + targets)
-            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "probe"))
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await redis.run() }
+            try await server.withClient("probe") { redis in
                 @Sendable func counts() async throws -> [String: Int] { try await Self.commandCounts(redis) }
                 @Sendable func targetWork(during call: () async throws -> APIResponse) async throws -> (APIResponse, [String: Int]) {
                     let before = try await counts()
@@ -54,7 +52,6 @@ import Testing
                 let (gated, gateWork) = try await targetWork { try await app.query("alice", targets) }
                 expectError(gated, 403, "FEATURE_DISABLED")
                 #expect(gateWork.isEmpty)
-                group.cancelAll()
             }
         }
     }
@@ -82,9 +79,7 @@ extension RefusalCostTests {
         try await withStatusd(configure: server.install) { api in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
-            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "probe"))
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await redis.run() }
+            try await server.withClient("probe") { redis in
                 let before = try await Self.commandCounts(redis)
                 for _ in 0..<10 {
                     let refused = try await app.call(.put, "/users/nobody/status", ["customStatus": "x", "clearAfterSeconds": 60])
@@ -100,7 +95,6 @@ extension RefusalCostTests {
                 #expect(try await redis.send("EXISTS", keys.expiries).int == 0)
                 #expect(try await redis.send("EXISTS", keys.user("nobody").status).int == 0)
                 #expect(try await redis.send("ZSCORE", RedisKeys.expiringApps.scores, app.appId).isNull)
-                group.cancelAll()
             }
         }
     }
@@ -120,9 +114,7 @@ extension RefusalCostTests {
             expectOK(try await app.subscribe("alice", ["bob"]))
             expectOK(try await app.login("alice", "d1"))
             let token = try await app.token(for: "alice")
-            let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "probe"))
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await redis.run() }
+            try await server.withClient("probe") { redis in
                 let before = try await Self.commandCounts(redis)
                 for attempt in 0..<5 {
                     let refused = try await RawHTTP.get(
@@ -142,7 +134,6 @@ extension RefusalCostTests {
                     let ran = after[command, default: 0] - before[command, default: 0]
                     #expect(ran == 0, "\(command) ran \(ran) times for 5 refused connects")
                 }
-                group.cancelAll()
             }
         }
     }

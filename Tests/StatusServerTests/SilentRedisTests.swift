@@ -86,10 +86,7 @@ import Testing
     @Test func anAppsRecordServesFromItsCopyWhileRedisCannotBeRead() async throws {
         let server = try await PrivateRedis.start()
         defer { server.stop() }
-        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "stale"))
-        try await withThrowingTaskGroup(of: Void.self) { service in
-            service.addTask { try await redis.run() }
-            defer { service.cancelAll() }
+        try await server.withClient("stale") { redis in
             let registry = AppRegistry(redis: redis, scripts: try ScriptLibrary.load(), clock: SystemNodeClock())
             _ = try await registry.create(appId: "held", config: AppConfig())
             _ = try await registry.create(appId: "unread", config: AppConfig())

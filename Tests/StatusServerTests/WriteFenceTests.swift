@@ -66,9 +66,7 @@ import Testing
     @Test func aReadingOverALongRoundTripIsTakenAgain() async throws {
         let server = try await PrivateRedis.start()
         defer { server.stop() }
-        let redis = RedisClient(configuration: server.configuration, logger: Logger(label: "fence"))
-        try await withThrowingTaskGroup(of: Void.self) { service in
-            service.addTask { try await redis.run() }
+        try await server.withClient("fence") { redis in
             _ = try await redis.send("PING")
             let fence = WriteFence(budget: .milliseconds(1_500))
             let store = NodeStore(redis: redis, fence: fence)
@@ -79,7 +77,6 @@ import Testing
             #expect(try await measured == 1)
             let estimate = try #require(fence.estimate(of: server.configuration.endpoint))
             #expect(estimate.isPrecise, "uncertainty \(estimate.errorMs) ms")
-            service.cancelAll()
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import RedisClient
 import StatusServer
 
@@ -98,6 +99,18 @@ func withHeldNode<Value>(
         clock.install(in: &configuration)
     }
     return try await withStatusd(.live, configure: configure) { api in try await body(api, server, clock) }
+}
+
+extension PrivateRedis {
+    /// Runs `body` with a client of this server of its own (logging as `label`), running for the length of the call.
+    func withClient<Value: Sendable>(_ label: String, _ body: (RedisClient) async throws -> Value) async throws -> Value {
+        let redis = RedisClient(configuration: configuration, logger: Logger(label: label))
+        return try await withThrowingTaskGroup(of: Void.self) { service in
+            service.addTask { try await redis.run() }
+            defer { service.cancelAll() }
+            return try await body(redis)
+        }
+    }
 }
 
 /// Runs `body`, then closes `redis`, whether `body` threw or not.
