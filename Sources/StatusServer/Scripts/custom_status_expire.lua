@@ -12,8 +12,7 @@
 -- ARGV: appId, userId, user channel, app slot channel (docs/bus.md)
 -- Reply: {0} when there was nothing to clear, {2, ce} when its moment has not come yet, else {1, public view changed
 -- (0|1), <status reply>}.
-local st = open_status(KEYS[1])
-local s = st.s
+local s = open_status(KEYS[1])
 if not s[5] or not s[2] or not s[13] then
     return { 0 }
 end
@@ -26,14 +25,14 @@ local now_text = string.format('%d', now)
 if s[9] == 'invisible' then
     local seen = hidden_online(s[11])
     if seen and seen.expires == s[13] and seen.custom == s[2] then
-        status_put(st, 'ht', 'online:' .. seen.av .. '::')
+        status_put(s, 'ht', 'online:' .. seen.av .. '::', HT)
     end
 end
-status_put(st, 'cs', nil)
-status_put(st, 'ce', nil)
-status_bump(st, now_text)
-local public_change = status_settle(st, before, now_text)
-local reply = status_reply(st, KEYS[2], KEYS[3])
-status_flush(st)
+status_put(s, 'cs', nil, CS)
+status_put(s, 'ce', nil, CE)
+status_bump(s, now_text)
+local public_change = status_settle(s, before, now_text)
+local reply = status_reply(s, KEYS[2], KEYS[3])
+status_flush(s)
 publish_status(ARGV[3], ARGV[4], ARGV[1], ARGV[2], 1, reply, public_change)
 return with_header({ 1, public_change }, reply)

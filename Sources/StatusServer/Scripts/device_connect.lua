@@ -116,22 +116,24 @@ end
 local changed = 2
 local public_change = 0
 local now_text = string.format('%d', now)
-local st = open_status(KEYS[1])
-local before = public_of(st.s)
+local s = open_status(KEYS[1])
+local before = public_of(s)
 -- SPEC §10.3: a device connecting during an offline grace ends it: the user never left `online`, so others are told
--- nothing and the version stands.
-status_put(st, 'gd', nil)
-status_put(st, 'gu', nil)
+-- nothing and the version stands. (A grace runs only while the user is `online`.)
+if before[1] == 'online' then
+    status_put(s, 'gd', nil)
+    status_put(s, 'gu', nil)
+end
 -- SPEC §10.1: a new device (active unless a backend login says otherwise) may end automatic away.
 local devices = read_devices(KEYS[3])
-status_auto_away(st, devices)
+status_auto_away(s, devices)
 -- `la` with the change: the public view of a user online never shows it.
-status_put(st, 'la', now_text)
-if before[1] ~= 'online' or shown_availability(before) ~= shown_availability(public_of(st.s)) then
-    status_put(st, 't', 'online')
-    status_bump(st, now_text)
+status_put(s, 'la', now_text, LA)
+if before[1] ~= 'online' or shown_availability(before) ~= shown_availability(public_of(s)) then
+    status_put(s, 't', 'online', T)
+    status_bump(s, now_text)
     -- SPEC §10.5: an invisible user coming online changes nothing the public sees.
-    public_change = status_settle(st, before, now_text)
+    public_change = status_settle(s, before, now_text)
     changed = 1
 end
 local resume_point = ''
@@ -142,8 +144,8 @@ local header = { changed, previous, resume_point, #kicked / 3 }
 for i = 1, #kicked do
     header[#header + 1] = kicked[i]
 end
-local reply = status_reply(st, KEYS[2], KEYS[3], true, devices, profile)
-status_flush(st)
+local reply = status_reply(s, KEYS[2], KEYS[3], true, devices, profile)
+status_flush(s)
 publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply, public_change)
 if KEYS[7] then
     redis.call('SADD', KEYS[7], ARGV[10])

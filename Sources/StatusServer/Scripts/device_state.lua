@@ -14,9 +14,9 @@ end
 local now = now_ms()
 local raw = redis.call('HGET', KEYS[3], ARGV[1])
 if not raw then
-    local st = open_status(KEYS[1])
-    local reply = status_reply(st, KEYS[2], KEYS[3])
-    status_flush(st)
+    local s = open_status(KEYS[1])
+    local reply = status_reply(s, KEYS[2], KEYS[3])
+    status_flush(s)
     return with_header({ 0, 0 }, reply)
 end
 local device = cjson.decode(raw)
@@ -32,27 +32,27 @@ if moved or ARGV[3] == '1' then
     redis.call('HSET', KEYS[3], ARGV[1], cjson.encode(device))
 end
 local now_text = string.format('%d', now)
-local st = open_status(KEYS[1])
-local before = public_of(st.s)
+local s = open_status(KEYS[1])
+local before = public_of(s)
 if before[1] == 'online' then
     -- SPEC §2: activity while online.
-    status_put(st, 'la', now_text)
+    status_put(s, 'la', now_text, LA)
 end
 if not moved then
-    local reply = status_reply(st, KEYS[2], KEYS[3])
-    status_flush(st)
+    local reply = status_reply(s, KEYS[2], KEYS[3])
+    status_flush(s)
     return with_header({ 1, 0 }, reply)
 end
 local changed = 2
 local public_change = 0
 local devices = read_devices(KEYS[3])
-status_auto_away(st, devices)
-if before[1] == 'online' and shown_availability(before) ~= shown_availability(public_of(st.s)) then
-    status_bump(st, now_text)
-    public_change = status_settle(st, before, now_text)
+status_auto_away(s, devices)
+if before[1] == 'online' and shown_availability(before) ~= shown_availability(public_of(s)) then
+    status_bump(s, now_text)
+    public_change = status_settle(s, before, now_text)
     changed = 1
 end
-local reply = status_reply(st, KEYS[2], KEYS[3], true, devices)
-status_flush(st)
+local reply = status_reply(s, KEYS[2], KEYS[3], true, devices)
+status_flush(s)
 publish_status(ARGV[6], ARGV[7], ARGV[4], ARGV[5], changed, reply, public_change)
 return with_header({ 1, changed }, reply)

@@ -73,55 +73,57 @@ local cleared = 0
 local public_change = 0
 local devices -- read once the devices are final (status_auto_away), and reused by status_reply
 local now_text = string.format('%d', now)
-local st = open_status(KEYS[1])
+local s = open_status(KEYS[1])
 -- The user leaves `online` as ARGV[1], last active at `last_active`: one change with the clearing of the custom status.
 local function leave_online(before, last_active)
     cleared = before[2] and 1 or 0
-    for _, field in ipairs({ 'cs', 'ce', 'ai', 'gd', 'gu' }) do
-        status_put(st, field, nil)
-    end
+    status_put(s, 'cs', nil, CS)
+    status_put(s, 'ce', nil, CE)
+    status_put(s, 'ai', nil, AI)
+    status_put(s, 'gd', nil)
+    status_put(s, 'gu', nil)
     if ARGV[1] == 'unlogined' and before[5] == 'invisible' and hidden_online(before[7]) then
-        status_put(st, 'ht', 'offline')
-        status_put(st, 'hu', nil)
+        status_put(s, 'ht', 'offline', HT)
+        status_put(s, 'hu', nil)
     end
-    status_put(st, 't', ARGV[1])
-    status_put(st, 'la', last_active)
-    status_bump(st, now_text)
+    status_put(s, 't', ARGV[1], T)
+    status_put(s, 'la', last_active, LA)
+    status_bump(s, now_text)
     -- SPEC §10.5: an invisible user really leaving changes nothing the public sees (past the grace of becoming
     -- invisible).
-    public_change = status_settle(st, before, now_text)
+    public_change = status_settle(s, before, now_text)
     redis.call('PEXPIRE', KEYS[4], ARGV[2])
     changed = 1
 end
 if #removed > 0 then
     changed = 2
-    local before = public_of(st.s)
+    local before = public_of(s)
     local left = redis.call('HLEN', KEYS[3])
     if left == 0 and before[1] == 'online' and ARGV[1] == 'offline' and tonumber(ARGV[11]) > 0 then
-        status_put(st, 'gd', now_text)
-        status_put(st, 'gu', string.format('%d', now + tonumber(ARGV[11])))
+        status_put(s, 'gd', now_text)
+        status_put(s, 'gu', string.format('%d', now + tonumber(ARGV[11])))
     elseif left == 0 and before[1] == 'online' then
         leave_online(before, now_text)
     elseif left > 0 and before[1] == 'online' then
         devices = read_devices(KEYS[3])
-        status_auto_away(st, devices)
-        if shown_availability(before) ~= shown_availability(public_of(st.s)) then
-            status_bump(st, now_text)
-            public_change = status_settle(st, before, now_text)
+        status_auto_away(s, devices)
+        if shown_availability(before) ~= shown_availability(public_of(s)) then
+            status_bump(s, now_text)
+            public_change = status_settle(s, before, now_text)
             changed = 1
         end
     end
 elseif ARGV[1] == 'unlogined' and #ARGV < first_id then
     -- Every device kicked while none is connected: an offline grace, if one runs, ends now.
-    local dropped = st.s[15]
-    if dropped and st.s[1] == 'online' and redis.call('HLEN', KEYS[3]) == 0 then
-        leave_online(public_of(st.s), dropped)
+    local dropped = redis.call('HGET', KEYS[1], 'gd')
+    if dropped and s[1] == 'online' and redis.call('HLEN', KEYS[3]) == 0 then
+        leave_online(public_of(s), dropped)
     end
 end
 local header = { changed, cleared, #removed / 2 }
 for _, value in ipairs(removed) do header[#header + 1] = value end
-local reply = status_reply(st, KEYS[2], KEYS[3], #removed > 0, devices)
-status_flush(st)
+local reply = status_reply(s, KEYS[2], KEYS[3], #removed > 0, devices)
+status_flush(s)
 if changed ~= 0 then
     publish_status(ARGV[7], ARGV[8], ARGV[5], ARGV[6], changed, reply, public_change)
 end

@@ -105,72 +105,80 @@ end
 -- `online:<shown availability>:<customStatusExpiresAt or ''>:<custom status>` (hidden_online), and `hl` is the moment
 -- the user became invisible (or really dropped, if that came first): the lastActiveAt shown then and after.
 
--- The status hash's status fields with its read copy, its presence fields and its grace markers:
--- {t, cs, la, v, pc, pr, pp, dp, av, pv, ht, hl, ce, ai, gd, gu, hu} (false where absent).
+-- The status hash's status fields with its read copy and its presence fields:
+-- {t, cs, la, v, pc, pr, pp, dp, av, pv, ht, hl, ce, ai} (false where absent).
 local function read_with_copy(status_key)
-    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp', 'av', 'pv', 'ht', 'hl', 'ce', 'ai',
-        'gd', 'gu', 'hu')
+    return redis.call('HMGET', status_key, 't', 'cs', 'la', 'v', 'pc', 'pr', 'pp', 'dp', 'av', 'pv', 'ht', 'hl', 'ce', 'ai')
 end
 
--- Each field's place in what read_with_copy reads.
-local STATUS_POSITION = { t = 1, cs = 2, la = 3, v = 4, pc = 5, pr = 6, pp = 7, dp = 8, av = 9, pv = 10, ht = 11, hl = 12,
-    ce = 13, ai = 14, gd = 15, gu = 16, hu = 17 }
+-- Each field's place in what read_with_copy reads. (Constants, not a table keyed by field: a table built on every
+-- script call costs more than the lookups it would serve.)
+local T, CS, LA, V, PC, PR, PP, DP, AV, PV, HT, HL, CE, AI = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
 
--- A status hash read once and written once. A script that changes a status reads the hash with open_status, makes its
--- changes with status_put, which keeps `st.s` (read_with_copy's shape) as the hash will be, so that nothing is read
--- again, and sends them with status_flush in one `HSET` and one `HDEL`. Each Redis call of a script costs about as much
--- as its arithmetic: a connect and a departure each read the hash three times and wrote it up to six times before.
+-- A status hash read once and written once. A script that changes a status reads the hash with open_status, which
+-- gives read_with_copy's array with the script's pending writes beside it (`set`, `del`: the `HSET` and `HDEL` to
+-- send); status_put changes a field in both, so that the array is always the hash as it will be and nothing is read
+-- back, and status_flush sends the writes, one `HSET` and one `HDEL`. Each Redis call of a script costs about as much
+-- as its arithmetic, and a Lua table about as much as a small command: a connect and a departure each read the hash
+-- three times and wrote it up to six times before, and the record adds two small tables.
 local function open_status(status_key)
-    return { key = status_key, s = read_with_copy(status_key), order = {}, set = {}, del = {} }
+    local s = read_with_copy(status_key)
+    -- The writes go beside the fields, at 15 and 16 (the array read_with_copy filled has room for them), and the
+    -- `HSET`'s list is made with room for 8 fields: a table that grows is copied each time it doubles.
+    s[15] = { 'HSET', status_key, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil }
+    s[16] = { 'HDEL', status_key }
+    return s
 end
 
--- Sets `field` of the record `st` to the string `value`, or deletes it when `value` is nil or false. A change that
--- leaves a field as it is costs nothing.
-local function status_put(st, field, value)
-    local i = STATUS_POSITION[field]
+-- Sets `field` of the record `s` to the string `value`, or deletes it when `value` is nil or false; `i` is the field's
+-- place in the record when it is one of read_with_copy's fields (T, CS, ...). A change that leaves such a field as it
+-- is costs nothing. A field set twice is sent twice in the one `HSET`, where
+-- the later value wins; only a field both set and deleted is looked for among the writes already made.
+local function status_put(s, field, value, i)
     if i then
-        if (st.s[i] or nil) == (value or nil) then
+        if (s[i] or nil) == (value or nil) then
             return
         end
-        st.s[i] = value or false
+        s[i] = value or false
     end
-    if not (st.set[field] or st.del[field]) then
-        st.order[#st.order + 1] = field
-    end
+    local set, del = s[15], s[16]
     if value then
-        st.set[field], st.del[field] = value, nil
+        for j = 3, #del do
+            if del[j] == field then
+                table.remove(del, j)
+                break
+            end
+        end
+        set[#set + 1] = field
+        set[#set + 1] = value
     else
-        st.set[field], st.del[field] = nil, true
+        for j = #set - 1, 3, -2 do
+            if set[j] == field then
+                table.remove(set, j)
+                table.remove(set, j)
+            end
+        end
+        del[#del + 1] = field
     end
 end
 
--- Sends the record's changes, in one `HSET` and one `HDEL`.
-local function status_flush(st)
-    local set, del = { 'HSET', st.key }, { 'HDEL', st.key }
-    for _, field in ipairs(st.order) do
-        if st.set[field] then
-            set[#set + 1] = field
-            set[#set + 1] = st.set[field]
-        elseif st.del[field] then
-            del[#del + 1] = field
-        end
+-- Sends the record's writes, in one `HSET` and one `HDEL`; once, at the end of the script.
+local function status_flush(s)
+    if #s[15] > 2 then
+        redis.call(unpack(s[15]))
     end
-    if #set > 2 then
-        redis.call(unpack(set))
+    if #s[16] > 2 then
+        redis.call(unpack(s[16]))
     end
-    if #del > 2 then
-        redis.call(unpack(del))
-    end
-    st.order, st.set, st.del = {}, {}, {}
 end
 
 -- SPEC §2: `version` +1 on every change of statusType or customStatus. `vt` records when it last moved, so that a
 -- device resuming a session (SPEC §7) is sent the users whose version moved since it lost its socket. Numbers are
 -- stored as the decimal integers formatted here (`now_text`: the script's moment, formatted once): a Lua number passed
 -- to redis.call is formatted as a float, which costs more than the command that receives it.
-local function status_bump(st, now_text)
-    status_put(st, 'v', string.format('%d', (tonumber(st.s[4]) or 0) + 1))
-    status_put(st, 'vt', now_text)
+local function status_bump(s, now_text)
+    status_put(s, 'v', string.format('%d', (tonumber(s[4]) or 0) + 1), V)
+    status_put(s, 'vt', now_text)
 end
 
 -- The fields of the status hash the public view is made of, out of what read_with_copy read (a new table, so that it
@@ -229,15 +237,15 @@ end
 -- SPEC §10.5: after a change that moved `v`, moves `pv` by exactly 1 when the public view changed, and only then.
 -- `before` is public_of the record before the change. A hash without `pv` starts from its `v` before the change.
 -- Returns 1 when the public view changed, else 0.
-local function status_settle(st, before, now_text)
+local function status_settle(s, before, now_text)
     local pv = tonumber(before[6] or before[4] or '0')
-    if public_key(before) ~= public_key(public_of(st.s)) then
-        status_put(st, 'pv', string.format('%d', pv + 1))
-        status_put(st, 'pt', now_text)
+    if public_key(before) ~= public_key(public_of(s)) then
+        status_put(s, 'pv', string.format('%d', pv + 1), PV)
+        status_put(s, 'pt', now_text)
         return 1
     end
     if not before[6] then
-        status_put(st, 'pv', string.format('%d', pv))
+        status_put(s, 'pv', string.format('%d', pv), PV)
     end
     return 0
 end
@@ -263,17 +271,17 @@ end
 -- SPEC §10.1 / §10.4: sets `ai` from the devices' states (`devices` as read_devices gives them): '1' when every
 -- connected device is `idle` or `background`, absent when one is `active`. With no device connected (an offline grace)
 -- it is left as it was, so that a drop shows nobody a change of availability.
-local function status_auto_away(st, devices)
+local function status_auto_away(s, devices)
     if #devices == 0 then
         return
     end
     for i = 2, #devices, 2 do
         if not devices[i].s then
-            status_put(st, 'ai', nil)
+            status_put(s, 'ai', nil, AI)
             return
         end
     end
-    status_put(st, 'ai', '1')
+    status_put(s, 'ai', '1', AI)
 end
 
 -- The status reply (below) of `s` (read_with_copy's shape) with this role and last-seen privacy, before its devices.
@@ -291,7 +299,7 @@ local function reply_from_copy(s)
     return reply
 end
 
--- The status object of the record `st` as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', av|'', pv,
+-- The status object of the record `s` as a flat reply: {t, cs|'', la|'', v, role|'', lastSeenPrivacy|'', av|'', pv,
 -- ht|'', hl|'', ce|'', ai|'', device1, device_word1, ...}; called once the script's other changes are made.
 -- The profile's role and last-seen privacy travel with it: who may hear of the change, and who may see lastActiveAt.
 -- Scripts that change neither the devices nor the profile (custom status, heartbeat) read them from the read copy
@@ -300,8 +308,7 @@ end
 -- `devices`, when the script already has them from read_devices (and has not changed them since), saves reading and
 -- decoding them again. `profile`, when the script has read {createdAt, role, lastSeenPrivacy} of the profile already,
 -- saves reading it again.
-local function status_reply(st, profile_key, devices_key, refresh_copy, devices, profile)
-    local s = st.s
+local function status_reply(s, profile_key, devices_key, refresh_copy, devices, profile)
     if s[5] and not refresh_copy then
         return reply_from_copy(s)
     end
@@ -323,10 +330,10 @@ local function status_reply(st, profile_key, devices_key, refresh_copy, devices,
         words[#words + 1] = word
     end
     if profile[1] then
-        status_put(st, 'pc', profile[1])
-        status_put(st, 'pr', profile[2])
-        status_put(st, 'pp', profile[3])
-        status_put(st, 'dp', table.concat(words, ' '))
+        status_put(s, 'pc', profile[1], PC)
+        status_put(s, 'pr', profile[2], PR)
+        status_put(s, 'pp', profile[3], PP)
+        status_put(s, 'dp', table.concat(words, ' '), DP)
     end
     return reply
 end

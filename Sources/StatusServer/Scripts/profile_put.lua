@@ -22,7 +22,7 @@ end
 for i = 3, #ARGV, 2 do
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
 end
-local st = open_status(KEYS[2])
-status_reply(st, KEYS[1], KEYS[3], true)
-status_flush(st)
+local s = open_status(KEYS[2])
+status_reply(s, KEYS[1], KEYS[3], true)
+status_flush(s)
 return { created, created_at }

@@ -22,20 +22,19 @@
 -- The status hash is read once, with its read copy of the profile and the devices, and written once (lib.lua
 -- `open_status`). The copy's `pc` proves the user exists (a user's keys are deleted together), so `EXISTS` runs only
 -- for a hash without one.
-local st = open_status(KEYS[1])
-local s = st.s
+local s = open_status(KEYS[1])
 if not s[5] then
     -- No read copy: the user does not exist, or the hash was last written by an earlier version, whose copy is
     -- written with this call's changes.
     if redis.call('EXISTS', KEYS[2]) == 0 then
         return redis.error_reply('USER_NOT_FOUND')
     end
-    status_reply(st, KEYS[2], KEYS[3], true)
+    status_reply(s, KEYS[2], KEYS[3], true)
 end
 local now = now_ms()
 local now_text = string.format('%d', now)
 if s[1] == 'online' then
-    status_put(st, 'la', now_text)
+    status_put(s, 'la', now_text, LA)
 end
 -- What the public saw before (public_of's shape).
 local before = public_of(s)
@@ -45,13 +44,13 @@ local custom_changed = 0
 if ARGV[6] ~= '1' and (s[2] or '') ~= ARGV[1] then
     changed = 1
     custom_changed = 1
-    status_put(st, 'cs', ARGV[1] ~= '' and ARGV[1] or nil)
+    status_put(s, 'cs', ARGV[1] ~= '' and ARGV[1] or nil, CS)
 end
 -- SPEC §10.2: a custom status set or cleared brings its expiry (or none) with it.
 local expires = (ARGV[6] ~= '1' and ARGV[1] ~= '') and ARGV[8] or ''
 if ARGV[6] ~= '1' and (s[13] or '') ~= expires then
     changed = 1
-    status_put(st, 'ce', expires ~= '' and expires or nil)
+    status_put(s, 'ce', expires ~= '' and expires or nil, CE)
 end
 local wanted = ARGV[7]
 if wanted == 'available' then
@@ -59,7 +58,7 @@ if wanted == 'available' then
 end
 if ARGV[7] ~= '' and (s[9] or '') ~= wanted then
     changed = 1
-    status_put(st, 'av', wanted ~= '' and wanted or nil)
+    status_put(s, 'av', wanted ~= '' and wanted or nil, AV)
     if wanted == 'invisible' then
         -- SPEC §10.5: shown as a user who went offline now, or as they were when not online.
         local grace = tonumber(ARGV[9]) or 0
@@ -67,36 +66,37 @@ if ARGV[7] ~= '' and (s[9] or '') ~= wanted then
         if s[1] == 'online' and grace > 0 then
             -- As a drop: still seen as they were until the grace ends. An offline grace already running (no device
             -- left) is the drop others will see end.
+            local g = redis.call('HMGET', KEYS[1], 'gd', 'gu')
             local ends = now + grace
             ht, hl = hidden_online_of(before), now_text
-            if s[15] and s[16] then
-                hl, ends = s[15], tonumber(s[16])
+            if g[1] and g[2] then
+                hl, ends = g[1], tonumber(g[2])
             end
-            status_put(st, 'hu', string.format('%d', ends))
+            status_put(s, 'hu', string.format('%d', ends))
         elseif s[1] == 'online' then
             ht, hl = 'offline', now_text
         else
             ht, hl = s[1] or 'unlogined', s[3] or ''
         end
-        status_put(st, 'ht', ht)
-        status_put(st, 'hl', hl)
+        status_put(s, 'ht', ht, HT)
+        status_put(s, 'hl', hl, HL)
     elseif previous == 'invisible' then
         if s[1] ~= 'online' and s[12] then
             -- Leaving it while not online: others keep the lastActiveAt they were shown (a later one would tell them
             -- the user had been online meanwhile), and it becomes the user's own.
-            status_put(st, 'la', s[12] ~= '' and s[12] or nil)
+            status_put(s, 'la', s[12] ~= '' and s[12] or nil, LA)
         end
-        status_put(st, 'ht', nil)
-        status_put(st, 'hl', nil)
-        status_put(st, 'hu', nil)
+        status_put(s, 'ht', nil, HT)
+        status_put(s, 'hl', nil, HL)
+        status_put(s, 'hu', nil)
     end
 end
 local public_change = 0
 if changed == 1 then
-    status_bump(st, now_text)
-    public_change = status_settle(st, before, now_text)
+    status_bump(s, now_text)
+    public_change = status_settle(s, before, now_text)
 end
-status_flush(st)
+status_flush(s)
 local reply = reply_from_copy(s)
 if changed == 1 then
     publish_status(ARGV[4], ARGV[5], ARGV[2], ARGV[3], 1, reply, public_change)

@@ -8,7 +8,7 @@
 if redis.call('EXISTS', KEYS[2]) == 0 then
     return false
 end
-local st = open_status(KEYS[1])
-status_reply(st, KEYS[2], KEYS[3], true)
-status_flush(st)
+local s = open_status(KEYS[1])
+status_reply(s, KEYS[2], KEYS[3], true)
+status_flush(s)
 return redis.call('HMGET', KEYS[1], unpack(ARGV))
