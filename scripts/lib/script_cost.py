@@ -32,6 +32,10 @@ parser.add_argument("--cycles", type=int, default=20000)
 parser.add_argument("--rounds", type=int, default=3)
 parser.add_argument("--members", type=int, default=5000)
 parser.add_argument("--statusd-pid", type=int, help="stopped once the calls are captured, so the replay runs alone")
+parser.add_argument(
+    "--callgrind", type=int, default=0, metavar="CYCLES",
+    help="also count the instructions Redis runs per cycle: CYCLES cycles per revision on a copy of the data in a "
+    "redis-server under valgrind's callgrind (exact counts, where times move by 10 %% or more)")
 options = parser.parse_args()
 SCRIPTS = "Sources/StatusServer/Scripts/"
 
@@ -217,25 +221,39 @@ def main():
     def aof_size():
         return int(re.search(rb"aof_current_size:(\d+)", redis.call("INFO", "persistence")).group(1))
 
-    def replay(rev):
+    def hundred_cycles(server, rev):
+        """The RESP of 100 cycles with `rev`'s scripts, loaded on `server`."""
         shas = {}
         for name in ("device_connect", "devices_remove"):
-            shas[name] = redis.call("SCRIPT", "LOAD", body(rev, name))
+            shas[name] = server.call("SCRIPT", "LOAD", body(rev, name))
         batch = []
         for i in range(100):
             connect, remove = cycles[i % len(cycles)]
             batch.append(resp(*([remove[0], shas["devices_remove"]] + remove[2:])))
             batch.append(resp(*([connect[0], shas["device_connect"]] + connect[2:])))
-        payload = b"".join(batch)
+        return b"".join(batch)
+
+    def send(server, payload, times):
+        """Sends `payload` (100 cycles) `times` times, reading every reply; returns the error replies."""
+        errors = 0
+        for _ in range(times):
+            server.sock.sendall(payload)
+            for _ in range(200):
+                if isinstance(server.read(), RuntimeError):
+                    errors += 1
+        return errors
+
+    # The copy under callgrind, loaded from a dump of the data as the rounds find it.
+    counted = None
+    if options.callgrind:
+        counted = Counted(redis)
+
+    def replay(rev):
+        payload = hundred_cycles(redis, rev)
         redis.call("CONFIG", "RESETSTAT")
         written = aof_size()
         start = cpu()
-        errors = 0
-        for _ in range(options.cycles // 100):
-            redis.sock.sendall(payload)
-            for _ in range(200):
-                if isinstance(redis.read(), RuntimeError):
-                    errors += 1
+        errors = send(redis, payload, options.cycles // 100)
         used = cpu() - start
         written = aof_size() - written
         stats = redis.call("INFO", "commandstats").decode()
@@ -264,6 +282,67 @@ def main():
         scripts = sorted(r[0] for r in runs)[len(runs) // 2]
         cpu_us = sorted(r[1] for r in runs)[len(runs) // 2]
         print("| `%s` | %.1f | %.1f |" % (rev, scripts, cpu_us))
+    if counted:
+        print()
+        print("| scripts of | instructions Redis ran per cycle (callgrind, %d cycles) | errors |" % options.callgrind)
+        print("|---|---:|---:|")
+        for rev in options.revs:
+            payload = hundred_cycles(counted.redis, rev)
+            send(counted.redis, payload, 1)  # the scripts' first calls, out of the count
+            hundreds = max(1, options.callgrind // 100)
+            instructions, errors = counted.count(lambda: send(counted.redis, payload, hundreds))
+            print("| `%s` | %.0f | %d |" % (rev, instructions / (hundreds * 100), errors))
+        counted.stop()
+
+
+class Counted:
+    """A redis-server under valgrind's callgrind holding a copy of `source`'s data (SAVE, then loaded from the dump),
+    whose instruction count is zeroed before a run and dumped after it (callgrind_control)."""
+
+    def __init__(self, source):
+        source.call("SAVE")
+        directory = source.call("CONFIG", "GET", "dir")[1].decode()
+        dbfilename = source.call("CONFIG", "GET", "dbfilename")[1].decode()
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        probe.close()
+        self.out = os.path.join(directory, "callgrind")
+        os.makedirs(self.out, exist_ok=True)
+        self.process = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s/out.%%n" % self.out, "redis-server",
+             "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory,
+             "--dbfilename", dbfilename],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(600):
+            try:
+                self.redis = Redis(port)
+                if self.redis.call("PING") == b"PONG":
+                    break
+            except (OSError, RuntimeError):
+                time.sleep(0.5)
+        else:
+            raise SystemExit("redis-server under callgrind did not start")
+
+    def count(self, run):
+        """The instructions `run()` made the server run, and what `run()` returned."""
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        before = set(os.listdir(self.out))
+        subprocess.check_call(["callgrind_control", "-z", str(self.process.pid)], **quiet)
+        result = run()
+        subprocess.check_call(["callgrind_control", "-d", "run", str(self.process.pid)], **quiet)
+        # The dump is written by the server itself, after callgrind_control has asked for it: read once it is whole.
+        for _ in range(600):
+            for name in set(os.listdir(self.out)) - before:
+                total = re.search(r"^(?:summary|totals): (\d+)", open(os.path.join(self.out, name)).read(), re.M)
+                if total:
+                    return int(total.group(1)), result
+            time.sleep(0.1)
+        raise SystemExit("callgrind wrote no count")
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
 
 
 main()
