@@ -116,11 +116,11 @@ end
 local T, CS, LA, V, PC, PR, PP, DP, AV, PV, HT, HL, CE, AI = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
 
 -- A status hash read once and written once. A script that changes a status reads the hash with open_status, which
--- gives read_with_copy's array with the script's pending writes beside it (`set`, `del`: the `HSET` and `HDEL` to
+-- gives read_with_copy's array with the script's pending writes beside it (at 15 and 16: the `HSET` and the `HDEL` to
 -- send); status_put changes a field in both, so that the array is always the hash as it will be and nothing is read
--- back, and status_flush sends the writes, one `HSET` and one `HDEL`. Each Redis call of a script costs about as much
--- as its arithmetic, and a Lua table about as much as a small command: a connect and a departure each read the hash
--- three times and wrote it up to six times before, and the record adds two small tables.
+-- back, and status_flush sends the writes. Each Redis call of a script costs about as much as its arithmetic, and a
+-- Lua table about as much as a small command: a connect and a departure each read the hash three times and wrote it
+-- up to six times before, and the record adds two small tables.
 local function open_status(status_key)
     local s = read_with_copy(status_key)
     -- The writes go beside the fields, at 15 and 16 (the array read_with_copy filled has room for them), and the
@@ -132,8 +132,8 @@ end
 
 -- Sets `field` of the record `s` to the string `value`, or deletes it when `value` is nil or false; `i` is the field's
 -- place in the record when it is one of read_with_copy's fields (T, CS, ...). A change that leaves such a field as it
--- is costs nothing. A field set twice is sent twice in the one `HSET`, where
--- the later value wins; only a field both set and deleted is looked for among the writes already made.
+-- is costs nothing. A field set twice is sent twice in the one `HSET`, where the later value wins; only a field both
+-- set and deleted is looked for among the writes already made.
 local function status_put(s, field, value, i)
     if i then
         if (s[i] or nil) == (value or nil) then
@@ -143,10 +143,9 @@ local function status_put(s, field, value, i)
     end
     local set, del = s[15], s[16]
     if value then
-        for j = 3, #del do
+        for j = #del, 3, -1 do
             if del[j] == field then
                 table.remove(del, j)
-                break
             end
         end
         set[#set + 1] = field
