@@ -151,8 +151,8 @@ if KEYS[7] then
     redis.call('SADD', KEYS[7], ARGV[10])
     if changed == 1 then
         local index = { KEYS[8], KEYS[9], KEYS[10], KEYS[11] }
-        index_presence(index, ARGV[12], ARGV[5], tonumber(reply[4]), reply[1] == 'online', reply[5], now)
-        trim_recent(KEYS[10], now, tonumber(ARGV[11]))
+        index_presence(index, ARGV[12], ARGV[5], reply[4], reply[1] == 'online', reply[5], now_text)
+        trim_recent(KEYS[10], now, ARGV[11])
     end
 end
 return with_header(header, reply)

@@ -128,7 +128,7 @@ if changed ~= 0 then
     publish_status(ARGV[7], ARGV[8], ARGV[5], ARGV[6], changed, reply, public_change)
 end
 if index and changed == 1 then
-    index_presence(index, ARGV[14], ARGV[6], tonumber(reply[4]), reply[1] == 'online', reply[5], now)
-    trim_recent(index[3], now, tonumber(ARGV[13]))
+    index_presence(index, ARGV[14], ARGV[6], reply[4], reply[1] == 'online', reply[5], now_text)
+    trim_recent(index[3], now, ARGV[13])
 end
 return with_header(header, reply)

@@ -417,13 +417,14 @@ end
 
 -- SPEC §4 listing users by presence, §10.6 `roles:` snapshots, §7 resume: one user's update of the app's online index
 -- (`keys`: online index, applied versions, recent changes, listed roles; `prefix`: the role indexes' prefix), applied
--- only if `version` is not older than the one the index holds, and logged in the recent changes at `now` either way.
--- Used by presence_index.lua (batches of updates) and, on a single server, by device_connect.lua (its own update, in
--- the connect's step). Returns 1 when applied, 0 when older.
-local function index_presence(keys, prefix, user, version, online, role, now)
-    redis.call('ZADD', keys[3], now, user)
+-- only if `version` is not older than the one the index holds, and logged in the recent changes at `now_text` either
+-- way. `version` and `now_text` are decimal strings, sent as they are (a Lua number passed to redis.call is formatted
+-- as a float). Used by presence_index.lua (batches of updates) and, on a single server, by device_connect.lua and
+-- devices_remove.lua (their own update, in their step). Returns 1 when applied, 0 when older.
+local function index_presence(keys, prefix, user, version, online, role, now_text)
+    redis.call('ZADD', keys[3], now_text, user)
     local stored = tonumber(redis.call('HGET', keys[2], user) or '-1')
-    if version < stored then
+    if tonumber(version) < stored then
         return 0
     end
     redis.call('HSET', keys[2], user, version)
@@ -433,9 +434,9 @@ local function index_presence(keys, prefix, user, version, online, role, now)
         redis.call('HDEL', keys[4], user)
     end
     if online then
-        redis.call('ZADD', keys[1], 0, user)
+        redis.call('ZADD', keys[1], '0', user)
         if role ~= '' and listed ~= role then
-            redis.call('ZADD', prefix .. role, 0, user)
+            redis.call('ZADD', prefix .. role, '0', user)
             redis.call('HSET', keys[4], user, role)
         end
     else
@@ -444,8 +445,9 @@ local function index_presence(keys, prefix, user, version, online, role, now)
     return 1
 end
 
--- The app's recent changes keep `keep` ms of entries (SPEC §7 resume looks back that far).
+-- The app's recent changes keep `keep` ms of entries (SPEC §7 resume looks back that far); `keep` as its argument's
+-- decimal string.
 local function trim_recent(recent_key, now, keep)
-    redis.call('ZREMRANGEBYSCORE', recent_key, '-inf', '(' .. (now - keep))
+    redis.call('ZREMRANGEBYSCORE', recent_key, '-inf', string.format('(%d', now - tonumber(keep)))
     redis.call('PEXPIRE', recent_key, keep)
 end

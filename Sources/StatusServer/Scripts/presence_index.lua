@@ -10,10 +10,10 @@
 -- ARGV: keep ms, role prefix, then for each update: userId, version, online ('1'|'0'), role ('' = none)
 -- Reply: how many updates were applied (the others were older than what the index holds).
 local now = now_ms()
-local keep = tonumber(ARGV[1])
+local now_text = string.format('%d', now)
 local applied = 0
 for i = 3, #ARGV, 4 do
-    applied = applied + index_presence(KEYS, ARGV[2], ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2] == '1', ARGV[i + 3], now)
+    applied = applied + index_presence(KEYS, ARGV[2], ARGV[i], ARGV[i + 1], ARGV[i + 2] == '1', ARGV[i + 3], now_text)
 end
-trim_recent(KEYS[3], now, keep)
+trim_recent(KEYS[3], now, ARGV[1])
 return applied
