@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import RedisClient
 import Testing
 
@@ -72,10 +71,7 @@ import Testing
     /// and the hash after.
     private func run(_ fields: [String: String], _ body: String) async throws -> (reply: [String], hash: [String: String]) {
         let prelude = try #require(EmbeddedResources.text("Scripts/lib.lua"))
-        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "status-record"))
-        return try await withThrowingTaskGroup(of: Void.self) { service in
-            service.addTask { try await redis.run() }
-            defer { service.cancelAll() }
+        return try await withRunningClient(try TestRedis.configuration, "status-record") { redis in
             let key = "status-record-\(UUID().uuidString)"
             _ = try await redis.send(["HSET", key] + fields.flatMap { [$0.key, $0.value] })
             // The prelude takes the call's deadline off ARGV first: 0, none.

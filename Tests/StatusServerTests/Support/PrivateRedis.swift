@@ -104,12 +104,22 @@ func withHeldNode<Value>(
 extension PrivateRedis {
     /// Runs `body` with a client of this server of its own (logging as `label`), running for the length of the call.
     func withClient<Value: Sendable>(_ label: String, _ body: (RedisClient) async throws -> Value) async throws -> Value {
-        let redis = RedisClient(configuration: configuration, logger: Logger(label: label))
-        return try await withThrowingTaskGroup(of: Void.self) { service in
-            service.addTask { try await redis.run() }
-            defer { service.cancelAll() }
-            return try await body(redis)
-        }
+        try await withRunningClient(configuration, label, body)
+    }
+}
+
+/// Runs `body` with a client of the server `configuration` names (logging as `label`), running for the length of the
+/// call.
+func withRunningClient<Value: Sendable>(
+    _ configuration: RedisConfiguration,
+    _ label: String,
+    _ body: (RedisClient) async throws -> Value
+) async throws -> Value {
+    let redis = RedisClient(configuration: configuration, logger: Logger(label: label))
+    return try await withThrowingTaskGroup(of: Void.self) { service in
+        service.addTask { try await redis.run() }
+        defer { service.cancelAll() }
+        return try await body(redis)
     }
 }
 
