@@ -143,6 +143,31 @@ import Testing
         #expect(index.audience(of: change("bob", version: 2), config: premium).sessions.isEmpty)
     }
 
+    /// A user heard only through an app-wide scope is watched by no relationship, yet each change of theirs comes twice
+    /// (their user channel and their app's slot channel). A prune pass between the two copies (a gap splits them into
+    /// two batches) keeps the version delivered since the pass before: the second copy is still a repeat. Two passes
+    /// later, with nothing delivered, it is forgotten.
+    @Test func aPruneBetweenTheTwoCopiesOfAChangeKeepsItARepeat() {
+        let index = FanoutIndex()
+        let watcher = DeviceSession(
+            appId: "app",
+            userId: "watcher",
+            deviceId: "d-watcher",
+            platform: .web,
+            scope: .all,
+            eventLoop: loop,
+            clock: SystemNodeClock()
+        )
+        index.add(watcher)
+        #expect(index.watchedTargets()["app"] == ["watcher"], "alice is watched by no relationship")
+        #expect(index.audience(of: change("alice", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
+        index.pruneVersions()
+        #expect(index.audience(of: change("alice", version: 1), config: premium).isEmpty, "the second copy, after a pass")
+        #expect(!index.hasMoved(StoredStatus(record: change("alice", version: 1).record), appId: "app").any)
+        index.pruneVersions()
+        #expect(index.hasMoved(StoredStatus(record: change("alice", version: 1).record), appId: "app").any, "forgotten")
+    }
+
     /// A catch-up that read bob before his deletion and delivers after it was heard: the deleted bob's status reaches
     /// nobody and leaves no version behind, so the bob created again under the id (from version 0) is heard from his
     /// first change. Another target read by the same catch-up is still caught up.

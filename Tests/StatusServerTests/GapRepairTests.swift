@@ -36,9 +36,7 @@ import Testing
         try await withStatusd(.live, configure: BusFault.naming(nodeId)) { api in
             let app = try await api.createApp()
             try await app.createUsers(["alice"])
-            let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fault"))
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await redis.run() }
+            try await withRunningClient(try TestRedis.configuration, "fault") { redis in
                 try await app.withDevice(port: api.client.port!, userId: "alice", DeviceOptions(deviceId: "a1")) { device, _ in
                     #expect(try await BusFault.killBusConnections(of: nodeId, using: redis) > 0)
                     try await remove(app)
@@ -46,7 +44,31 @@ import Testing
                     #expect(kicked["reason"].string == reason)
                     try await device.waitClosed(timeout: .seconds(2))
                 }
-                group.cancelAll()
+            }
+        }
+    }
+
+    /// SPEC §9 "nothing is lost": a device of presence scope `all` hears about users with no relationship to it, on
+    /// their app's slot channels. A change of such a user made while the node's bus feed is down (alice, on no node,
+    /// kicked by her backend while the pub/sub connections reconnect) reaches it once the feed is back: the
+    /// resynchronisation re-reads the users the app's log of recent changes names since the feed was last whole. What
+    /// it heard before the gap is not told again.
+    @Test func aDeviceOfScopeAllHearsAChangeMadeDuringABusGap() async throws {
+        let nodeId = BusFault.nodeId("gap-all")
+        try await withStatusd(.live, configure: BusFault.naming(nodeId)) { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true])
+            try await app.createUsers(["alice", "bob"])
+            try await withRunningClient(try TestRedis.configuration, "fault") { redis in
+                try await app.withDevice(port: api.client.port!, userId: "bob", DeviceOptions(deviceId: "b1", presence: "all")) { watcher, _ in
+                    _ = expectOK(try await app.login("alice", "a1"))
+                    let online = try await watcher.nextStatus(of: "alice")
+                    #expect(online["statusType"] == "online")
+                    #expect(try await BusFault.killBusConnections(of: nodeId, using: redis) > 0)
+                    _ = expectOK(try await app.call(.post, "/users/alice/kick", [:]))
+                    let told = try await watcher.nextStatus(of: "alice", timeout: .seconds(3))
+                    #expect(told["statusType"] == "unlogined", "\(told)")
+                    #expect(told["version"].int == (online["version"].int ?? 0) + 1)
+                }
             }
         }
     }

@@ -19,8 +19,11 @@ final class FanoutIndex: Sendable {
         var sessionsPerApp: [String: Int] = [:]
         /// The last relationship load started (loads are numbered in the order they start).
         var loadSequence: UInt64 = 0
-        /// target → the version of its status this node delivered last, for the resynchronisation after a gap.
-        var versions: [AppUser: Int64] = [:]
+        /// target → the version of its status this node delivered last, for the resynchronisation after a gap and to
+        /// drop the second copy of a change heard on two channels; with the prune pass it was delivered in.
+        var versions: [AppUser: DeliveredVersion] = [:]
+        /// How many times ``pruneVersions()`` ran: a version delivered since the last pass is kept by the next one.
+        var prunePass: UInt64 = 0
         /// target → the public version (SPEC §10.5) this node delivered last to others than the target's own devices.
         var publicVersions: [AppUser: Int64] = [:]
         /// How many times delivered versions were forgotten (``forgetDelivered(appId:userId:)``), and, while a catch-up
@@ -194,21 +197,34 @@ final class FanoutIndex: Sendable {
     /// Every user whose changes a local device may hear about through its relationships or as its own: the users
     /// re-read after a gap in the bus feed, by app.
     func watchedTargets() -> [String: [String]] {
-        state.withLock { state in Self.pruneVersions(&state).mapValues { Array($0) } }
+        state.withLock { state in Self.watchedTargets(state).mapValues { Array($0) } }
     }
 
-    /// Forgets the delivered versions of users nobody here watches any more (the housekeeping calls it).
+    /// Forgets the delivered versions of users nobody here watches through a relationship or as their own, unless
+    /// delivered since the pass before (the housekeeping calls it every third of a lease). A user heard only through
+    /// an app-wide scope is not watched, yet each change of theirs comes twice, on their user channel and on their
+    /// app's slot channel: the version is kept past one pass, so that a pass between the two copies (a gap splits them
+    /// into two batches, a resynchronisation between) does not make the second one news again.
     func pruneVersions() {
-        state.withLock { state in _ = Self.pruneVersions(&state) }
+        state.withLock { state in
+            let targets = Self.watchedTargets(state)
+            let recent = state.prunePass
+            state.prunePass += 1
+            state.versions = state.versions.filter {
+                $0.value.pass == recent || targets[$0.key.appId]?.contains($0.key.userId) == true
+            }
+            let versions = state.versions
+            state.publicVersions = state.publicVersions.filter {
+                versions[$0.key] != nil || targets[$0.key.appId]?.contains($0.key.userId) == true
+            }
+        }
     }
 
-    private static func pruneVersions(_ state: inout State) -> [String: Set<String>] {
+    private static func watchedTargets(_ state: State) -> [String: Set<String>] {
         var targets: [String: Set<String>] = [:]
         for key in state.users.keys { targets[key.appId, default: []].insert(key.userId) }
         for key in state.subscribers.keys { targets[key.appId, default: []].insert(key.userId) }
         for key in state.friendsOf.keys { targets[key.appId, default: []].insert(key.userId) }
-        state.versions = state.versions.filter { targets[$0.key.appId]?.contains($0.key.userId) == true }
-        state.publicVersions = state.publicVersions.filter { targets[$0.key.appId]?.contains($0.key.userId) == true }
         return targets
     }
 
@@ -274,7 +290,7 @@ final class FanoutIndex: Sendable {
         state.withLock { state in
             let key = AppUser(appId: appId, userId: stored.status.userId)
             let publicMoved = state.publicVersions[key] != stored.record.publicVersion
-            return (state.versions[key] != stored.status.version || publicMoved, publicMoved)
+            return (state.versions[key]?.version != stored.status.version || publicMoved, publicMoved)
         }
     }
 
@@ -345,7 +361,7 @@ final class FanoutIndex: Sendable {
             let target = AppUser(appId: change.appId, userId: change.status.userId)
             let publicNews = Self.isPublicNews(change, in: state)
             let statusChange = change.change == StatusRepository.Change.status.rawValue
-            let known = state.versions[target]
+            let known = state.versions[target]?.version
             if let known, known > change.status.version || (known == change.status.version && statusChange && !publicNews) {
                 // Older than what was delivered already (a resynchronisation overtook it), or a status change heard a
                 // second time (on the user's channel and on the app's): stale. A devices-only change repeats the
@@ -381,7 +397,7 @@ final class FanoutIndex: Sendable {
 
     private static func recordDelivered(_ change: StatusChange, _ result: Audience, in state: inout State) {
         let target = AppUser(appId: change.appId, userId: change.status.userId)
-        if !result.isEmpty { state.versions[target] = change.status.version }
+        if !result.isEmpty { state.versions[target] = DeliveredVersion(version: change.status.version, pass: state.prunePass) }
         if !result.seeing.isEmpty || !result.masked.isEmpty { state.publicVersions[target] = change.record.publicVersion }
     }
 

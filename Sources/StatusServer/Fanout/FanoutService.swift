@@ -55,6 +55,10 @@ final class FanoutService: Service, Sendable {
     /// Set when an upgrade waited for its turn for ``UnwatchedChannelHold/lateConnectMs`` or more since the last
     /// ``dropUnwatchedChannels()``.
     private let connectsRanLate = Atomic<Bool>(false)
+    /// When (the node's epoch ms) the feed was last known whole: a batch without a gap was taken, or a
+    /// resynchronisation that began then succeeded. The users of the app-wide scopes re-read after a gap are the ones
+    /// the app's log of recent changes names since then (``appWideTargets(since:)``).
+    private let feedWholeAtMs: Atomic<Int64>
 
     /// The fan-out of a node: `feed` makes its bus subscribers, the repositories are what it reads when a session
     /// joins, a relationship changes or the feed had a gap.
@@ -86,6 +90,7 @@ final class FanoutService: Service, Sendable {
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
+        self.feedWholeAtMs = Atomic(clock.nowMs)
         let inbox = BusInbox(limit: inboxLimit, dropped: metrics.busEventsDropped)
         self.inbox = inbox
         let subscribers = feed.subscribers(logger: logger) { event in
@@ -346,6 +351,7 @@ final class FanoutService: Service, Sendable {
     }
 
     private func process(_ batch: BusInbox.Batch) async {
+        if !batch.gap { feedWholeAtMs.store(clock.nowMs, ordering: .relaxed) }
         var deliveries = DeliveryBatch()
         for payload in batch.messages {
             // A status change of an app with no session here concerns nobody on this node: not even decoded.
@@ -417,9 +423,11 @@ final class FanoutService: Service, Sendable {
         }
     }
 
-    /// Reloads every local user's relationships, then re-reads the status of every user watched here and delivers those
-    /// whose version moved. Returns false if Redis could not be read (to be retried).
+    /// Reloads every local user's relationships, then re-reads the status of every user watched here (and, for the apps
+    /// of `all`/`roles:` sessions here, of every user the app's log names as changed since the feed was last whole) and
+    /// delivers those whose version moved. Returns false if Redis could not be read (to be retried).
     private func resynchronise() async -> Bool {
+        let startedAt = clock.nowMs
         let users = index.allLocalUsers()
         index.unpinMasks()
         await withTaskGroup(of: Void.self) { group in
@@ -429,7 +437,17 @@ final class FanoutService: Service, Sendable {
             }
         }
         guard await auditDevices(users) else { return false }
-        for (appId, targets) in index.watchedTargets() {
+        var watched = index.watchedTargets()
+        do {
+            let since = feedWholeAtMs.load(ordering: .relaxed) - Self.gapLookBackMs
+            for (appId, changed) in try await appWideTargets(since: since) {
+                watched[appId] = Array(Set(watched[appId] ?? []).union(changed))
+            }
+        } catch {
+            logger.debug("resynchronisation read of recent changes failed", metadata: ["error": "\(error)"])
+            return false
+        }
+        for (appId, targets) in watched {
             guard let config = try? await self.apps.find(appId)?.config else { continue }
             for chunk in targets.chunks(of: Self.resyncChunk) {
                 let statuses: [String: StoredStatus]
@@ -450,7 +468,30 @@ final class FanoutService: Service, Sendable {
                 await deliveries.send(through: mailboxes, counting: metrics.eventsDelivered)
             }
         }
+        feedWholeAtMs.store(startedAt, ordering: .relaxed)
         return true
+    }
+
+    /// How far before the moment the feed was last known whole a resynchronisation looks in the apps' logs of recent
+    /// changes: a change published just before it may still have been on its way, and the log's moments are Redis's
+    /// clock, which may differ from the node's by ``ResumePoint/clockMargin``.
+    static let gapLookBackMs: Int64 = 1000 + ResumePoint.clockMargin
+
+    /// The users that the app's log of recent changes (``RecentChanges``) names as changed since `since`, for every app
+    /// of which a session here has scope `all` or `roles:` and whose plan allows the status query: they may have changed
+    /// during the gap, and nothing but the log names them (re-reading every user of the app would cost far more). At
+    /// most ``RecentChanges/readLimit`` per app, the latest.
+    private func appWideTargets(since: Int64) async throws -> [String: [String]] {
+        var targets: [String: [String]] = [:]
+        for appId in index.appWideApps() {
+            guard let config = try await self.apps.find(appId)?.config, config.allowsStatusQuery else { continue }
+            let changed = try await recentChanges.changed(appId: appId, since: since, limit: RecentChanges.readLimit)
+            if changed.count >= RecentChanges.readLimit {
+                logger.warning("more users changed during a bus gap than one resynchronisation reads", metadata: ["app": "\(appId)"])
+            }
+            if !changed.isEmpty { targets[appId] = changed }
+        }
+        return targets
     }
 
     /// Reads the device record of every session here (one `HMGET` of the user's devices and one `EXISTS` of the
