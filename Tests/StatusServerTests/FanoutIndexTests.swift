@@ -143,6 +143,21 @@ import Testing
         #expect(index.audience(of: change("bob", version: 2), config: premium).sessions.isEmpty)
     }
 
+    /// A user who never logged in (version 0) never changed: a resynchronisation that reads them has nothing to tell,
+    /// even of a user nothing was delivered of yet. Read just before their first connect, the status would otherwise
+    /// reach the watchers after that connect's change, as if the user had gone back to never logged in.
+    @Test func aStatusThatNeverChangedHasNotMoved() {
+        let index = FanoutIndex()
+        index.add(session("watcher"))
+        index.update(
+            AppUser(appId: "app", userId: "watcher"),
+            relations: Relations(subscriptions: ["bob"], friends: [], blocked: []),
+            sequence: index.beginRelationsLoad()
+        )
+        #expect(!index.hasMoved(StoredStatus(record: change("bob", version: 0).record), appId: "app").any)
+        #expect(index.hasMoved(StoredStatus(record: change("bob", version: 1).record), appId: "app").any)
+    }
+
     /// A user heard only through an app-wide scope is watched by no relationship, yet each change of theirs comes twice
     /// (their user channel and their app's slot channel). A prune pass between the two copies (a gap splits them into
     /// two batches) keeps the version delivered since the pass before: the second copy is still a repeat. Two passes

@@ -7,18 +7,37 @@ import Testing
 /// SPEC §6: who receives `onUserStatusChanged`, over real WebSockets.
 @Suite(.redis) struct FanoutTests {
     /// Connects `watcher` (with `presence`) and `alice`, lets alice change her status, and returns what the watcher got.
+    /// What a watcher (device `w1`, of `presence`) was told about alice while she connected, set a custom status and
+    /// dropped (versions 1, 2 and 3). These tests count what the routing rules deliver; a bus gap on a loaded machine
+    /// (the node's shard connection missing a ping and reconnecting) has the node deliver only the latest status of
+    /// what it missed, by design (docs/delivery.md). A run during which the node counted a gap
+    /// (`statusd_bus_gaps_total`) is run again, twice at most.
     private func eventsSeen(
         config: JSONValue,
         presence: String? = nil,
         setup: @Sendable (APIClient) async throws -> Void = { _ in }
     ) async throws -> [JSONValue] {
+        var attempt = 1
+        while true {
+            let (events, gapped) = try await eventsSeenOnce(config: config, presence: presence, setup: setup)
+            if !gapped || attempt == 3 { return events }
+            attempt += 1
+        }
+    }
+
+    private func eventsSeenOnce(
+        config: JSONValue,
+        presence: String?,
+        setup: @Sendable (APIClient) async throws -> Void
+    ) async throws -> (events: [JSONValue], gapped: Bool) {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: config)
             try await app.createUsers(["alice", "watcher"])
             _ = try await app.call(.put, "/users/alice", ["role": "moderator"])
             try await setup(app)
             let port = api.client.port!
-            return try await app.withDevice(port: port, userId: "watcher", DeviceOptions(deviceId: "w1", presence: presence)) { watcher, _ in
+            let gapsBefore = try await busGaps(api)
+            let events = try await app.withDevice(port: port, userId: "watcher", DeviceOptions(deviceId: "w1", presence: presence)) { watcher, _ in
                 try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "a1")) { alice, _ in
                     _ = try await alice.request("setSelfStatus", ["customStatus": "hello"])
                 }
@@ -26,13 +45,15 @@ import Testing
                 _ = try? await watcher.waitFor(timeout: .seconds(2)) {
                     $0["event"].string == "onUserStatusChanged" && $0["statuses"][0]["statusType"].string == "offline"
                 }
-                // Alice's changes have versions from 1. A bus gap (on a loaded machine, the node's shard connection
-                // missing a ping and reconnecting) has the node re-read and deliver every watched user's status it has
-                // not delivered yet, which before her first connect is her version 0: the current state told again,
-                // not a change, and not what these tests count.
-                return try await watcher.statusEvents(of: "alice", settle: .milliseconds(200)).filter { $0["version"].int != 0 }
+                return try await watcher.statusEvents(of: "alice", settle: .milliseconds(200))
             }
+            return (events, try await busGaps(api) != gapsBefore)
         }
+    }
+
+    /// The node's count of bus gaps.
+    private func busGaps(_ api: APIClient) async throws -> Substring? {
+        try await api.metricsText().split(separator: "\n").first { $0.hasPrefix("statusd_bus_gaps_total") }
     }
 
     private let premium: JSONValue = ["plan": "premium", "statusQuery": true]
