@@ -17,9 +17,7 @@ import Testing
             try await app.createUsers(["watcher", "alice", "bob", "carol"])
             expectOK(try await app.subscribe("watcher", ["bob", "carol"]))
             let port = try #require(api.client.port)
-            let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "probe"))
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await redis.run() }
+            try await withRunningClient(try TestRedis.configuration, "probe") { redis in
                 let ownChannel = BusChannels.user(app.appId, "watcher")
                 // The first connect: the node does not hear the user's channel yet, and reads the relationships after
                 // subscribing to it.
@@ -44,7 +42,6 @@ import Testing
                     #expect(try await watcher.statusEvents(of: "bob", settle: .milliseconds(200)).isEmpty)
                     #expect(try await watcher.statusEvents(of: "carol", settle: .zero).isEmpty)
                 }
-                group.cancelAll()
             }
         }
     }

@@ -148,11 +148,8 @@ import Testing
             try await app.createUsers(["watcher"] + targets)
             _ = try await app.call(.post, "/users/watcher/subscriptions", ["userIds": .array(targets.map(JSONValue.string))])
             try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1")) { watcher, _ in
-                let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fault"))
-                try await withThrowingDiscardingTaskGroup { group in
-                    group.addTask { try await redis.run() }
+                try await withRunningClient(try TestRedis.configuration, "fault") { redis in
                     try await fault(redis, nodeId, app, targets)
-                    group.cancelAll()
                 }
                 var converged: Set<String> = []
                 let deadline = ContinuousClock.now + .seconds(3)

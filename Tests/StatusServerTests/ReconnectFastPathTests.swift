@@ -128,9 +128,7 @@ import Testing
             try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "phone")) { _, _ in
                 try await app.withDevice(port: port, userId: "alice", DeviceOptions(deviceId: "tablet")) { _, _ in
                     let before = try await app.backendStatus("alice")
-                    let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "probe"))
-                    try await withThrowingDiscardingTaskGroup { group in
-                        group.addTask { try await redis.run() }
+                    try await withRunningClient(try TestRedis.configuration, "probe") { redis in
                         let log = RedisKeys(appId: app.appId).user("alice").connectRateLimit
                         let logged = try await redis.send("ZCARD", log).int
                         let token = try await app.token(for: "alice")
@@ -144,7 +142,6 @@ import Testing
                         )
                         #expect(refused.status == 429 && refused.body["error"]["code"] == "RATE_LIMITED", "\(refused)")
                         #expect(try await redis.send("ZCARD", log).int == logged)
-                        group.cancelAll()
                     }
                     let after = try await app.backendStatus("alice")
                     #expect(after["version"] == before["version"])

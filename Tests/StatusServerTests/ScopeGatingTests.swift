@@ -15,9 +15,7 @@ import Testing
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: ["plan": "basic"])
             try await app.createUsers(["watcher", "alice"])
-            let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "probe"))
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await redis.run() }
+            try await withRunningClient(try TestRedis.configuration, "probe") { redis in
                 let channel = BusChannels.appSlot(app.appId, ofUser: "alice")
                 let mark = RedisKeys(appId: app.appId).appWideListeners
                 @Sendable func listeners() async throws -> Int64 {
@@ -40,7 +38,6 @@ import Testing
                     while try await listeners() == 1, ContinuousClock.now < off { try await Task.sleep(for: .milliseconds(20)) }
                     #expect(try await listeners() == 0)
                 }
-                group.cancelAll()
             }
         }
     }

@@ -51,9 +51,7 @@ import Testing
         try await withStatusd(.live, configure: BusFault.naming(nodeId)) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["watcher", "target"])
-            let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fault"))
-            try await withThrowingDiscardingTaskGroup { group in
-                group.addTask { try await redis.run() }
+            try await withRunningClient(try TestRedis.configuration, "fault") { redis in
                 try await app.withDevice(port: api.client.port!, userId: "watcher", DeviceOptions(deviceId: "w1")) { device, _ in
                     let reply = try await device.request("subscribeUserStatus", ["userIds": ["target"]])
                     #expect(reply["ok"] == true)
@@ -64,7 +62,6 @@ import Testing
                     }
                     #expect(event["statuses"][0]["userId"] == "target")
                 }
-                group.cancelAll()
             }
         }
     }
@@ -101,16 +98,9 @@ import Testing
         if via == .friendship { config = ["plan": "premium", "friendStatusNotify": true] }
         let app = try await api.createApp(config: config)
         try await app.createUsers((0..<count).flatMap { ["w\($0)", "t\($0)"] })
-        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "writer"))
-        let writer = StatusRepository(redis: redis, scripts: try ScriptLibrary.load(), clock: SystemNodeClock())
-        return try await withThrowingTaskGroup(of: [String].self) { service in
-            service.addTask {
-                try await redis.run()
-                return []
-            }
-            let missed = try await pairs(count, app: app, devicePort: devicePort, via: via, writer: writer)
-            service.cancelAll()
-            return missed
+        return try await withRunningClient(try TestRedis.configuration, "writer") { redis in
+            let writer = StatusRepository(redis: redis, scripts: try ScriptLibrary.load(), clock: SystemNodeClock())
+            return try await pairs(count, app: app, devicePort: devicePort, via: via, writer: writer)
         }
     }
 

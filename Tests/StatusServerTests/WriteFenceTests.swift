@@ -83,10 +83,7 @@ import Testing
     /// A call whose deadline passed on Redis's clock writes nothing and is answered `UNAVAILABLE`; the same call within
     /// its deadline is applied.
     @Test func aCallThatReachesRedisAfterItsDeadlineChangesNothing() async throws {
-        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "fence"))
-        try await withThrowingTaskGroup(of: Void.self) { service in
-            service.addTask { try await redis.run() }
-            defer { service.cancelAll() }
+        try await withRunningClient(try TestRedis.configuration, "fence") { redis in
             let time = try #require(try await redis.send("TIME").array)
             let redisMs = Int64(time[0].string ?? "")! * 1000 + Int64(time[1].string ?? "")! / 1000
 
