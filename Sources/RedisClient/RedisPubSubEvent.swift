@@ -4,4 +4,7 @@ public enum RedisPubSubEvent: Sendable {
     case message(channel: String, payload: [UInt8])
     /// Sent after every successful (re)subscription, so the consumer can resynchronise what it may have missed.
     case subscribed
+    /// A subscription connection was lost: what is published on its channels from now until the next ``subscribed``
+    /// may be missed. Sent once per lost connection, so the consumer knows from when it may have missed messages.
+    case lost
 }

@@ -77,6 +77,7 @@ public final class RedisSubscriber: Sendable, Service {
                 }
                 try? await channel.closeFuture.get()
                 control.setChannel(nil)
+                if !control.isStopped { self.handler(.lost) }
             } catch {
                 self.logger.warning(
                     "Cannot connect to redis for subscriptions",

@@ -14,6 +14,7 @@ struct RedisShardSubscriberTests {
     final class Received: Sendable {
         let messages = TestBox<[String: [String]]>([:])
         let gaps = TestBox(0)
+        let losses = TestBox(0)
 
         func handle(_ event: RedisPubSubEvent) {
             switch event {
@@ -21,6 +22,8 @@ struct RedisShardSubscriberTests {
                 messages.withLock { $0[channel, default: []].append(String(decoding: payload, as: UTF8.self)) }
             case .subscribed:
                 gaps.withLock { $0 += 1 }
+            case .lost:
+                losses.withLock { $0 += 1 }
             }
         }
 
@@ -66,8 +69,11 @@ struct RedisShardSubscriberTests {
         try await withPrivateRedisServer { server in
             try await withSubscriber(url: server.url) { client, subscriber, received in
                 try await subscriber.subscribe(["bus:{a}", "bus:{b}"])
+                #expect(received.losses.withLock { $0 } == 0)
                 _ = try await client.send("CLIENT", "KILL", "TYPE", "pubsub")
                 #expect(await eventually { received.gaps.withLock { $0 } == 1 })
+                // The loss was told too, before the resubscription (``RedisPubSubEvent/lost``).
+                #expect(received.losses.withLock { $0 } == 1)
                 #expect(try await client.send("SPUBLISH", "bus:{b}", "after") == .integer(1))
                 #expect(await eventually { received.of("bus:{b}") == ["after"] })
             }

@@ -18,6 +18,19 @@ struct RedisSubscriberTests {
             }
         }
 
+        /// The events other than messages, in order: `subscribed` and `lost`.
+        var connectionEvents: [String] {
+            self.events.withLock { events in
+                events.compactMap { event in
+                    switch event {
+                    case .subscribed: "subscribed"
+                    case .lost: "lost"
+                    case .message: nil
+                    }
+                }
+            }
+        }
+
         var messages: [(channel: String, payload: String)] {
             self.events.withLock { events in
                 events.compactMap { event in
@@ -83,6 +96,8 @@ struct RedisSubscriberTests {
                     let killed = try await client.send("CLIENT", "KILL", "TYPE", "pubsub")
                     #expect(killed.int == 1)
                     #expect(await eventually { recorder.subscribedCount == 2 })
+                    // The loss is told first: from then on, until the resubscription, messages may be missed.
+                    #expect(recorder.connectionEvents == ["subscribed", "lost", "subscribed"])
                     #expect(try await client.send("PUBLISH", channel, "after kill") == .integer(1))
                     #expect(await eventually { recorder.messages.map(\.payload) == ["after kill"] })
                 }

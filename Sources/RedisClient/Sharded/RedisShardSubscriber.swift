@@ -205,6 +205,8 @@ public final class RedisShardSubscriber: Sendable, Service {
             self.handler(.message(channel: channel, payload: payload))
         case .resubscribed:
             self.handler(.subscribed)
+        case .lost:
+            self.handler(.lost)
         case .moved(let channels):
             for channel in channels where self.routes.value.homes[channel] == link.endpoint {
                 self.routes.value.toReroute.insert(channel)

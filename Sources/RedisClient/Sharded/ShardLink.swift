@@ -142,6 +142,7 @@ final class ShardLink: @unchecked Sendable {
         self.state.connectionLost()
         self.failWaiters(RedisClientError(kind: .connectionClosed, message: "the shard subscription connection closed"))
         guard !self.closed else { return }
+        self.report(.lost, self)
         self.logger.info("Redis shard subscription connection lost, reconnecting", metadata: ["endpoint": "\(self.endpoint.logDescription)"])
         self.retryLater()
     }
@@ -209,6 +210,8 @@ enum ShardLinkReport: Sendable {
     case moved([String])
     /// Every channel is subscribed again after a gap.
     case resubscribed
+    /// Its connection was lost: messages on its channels may be missed until it reports ``resubscribed``.
+    case lost
     /// Its master could not be reached: perhaps it is gone and a replica took over.
     case unreachable
 }

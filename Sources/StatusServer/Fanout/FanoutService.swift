@@ -55,10 +55,9 @@ final class FanoutService: Service, Sendable {
     /// Set when an upgrade waited for its turn for ``UnwatchedChannelHold/lateConnectMs`` or more since the last
     /// ``dropUnwatchedChannels()``.
     private let connectsRanLate = Atomic<Bool>(false)
-    /// When (the node's epoch ms) the feed was last known whole: a batch without a gap was taken, or a
-    /// resynchronisation that began then succeeded. The users of the app-wide scopes re-read after a gap are the ones
+    /// From when the feed may have missed messages: the users of the app-wide scopes re-read after a gap are the ones
     /// the app's log of recent changes names since then (``appWideTargets(since:)``).
-    private let feedWholeAtMs: Atomic<Int64>
+    private let watermark: SharedFeedWatermark
 
     /// The fan-out of a node: `feed` makes its bus subscribers, the repositories are what it reads when a session
     /// joins, a relationship changes or the feed had a gap.
@@ -90,13 +89,15 @@ final class FanoutService: Service, Sendable {
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
-        self.feedWholeAtMs = Atomic(clock.nowMs)
+        let watermark = SharedFeedWatermark(FeedWatermark(nowMs: clock.nowMs))
+        self.watermark = watermark
         let inbox = BusInbox(limit: inboxLimit, dropped: metrics.busEventsDropped)
         self.inbox = inbox
         let subscribers = feed.subscribers(logger: logger) { event in
             switch event {
             case .message(_, let payload): inbox.push(payload)
             case .subscribed: inbox.markGap()
+            case .lost: watermark.state.withLock { $0.lost() }
             }
         }
         self.subscriber = subscribers.control
@@ -351,7 +352,10 @@ final class FanoutService: Service, Sendable {
     }
 
     private func process(_ batch: BusInbox.Batch) async {
-        if !batch.gap { feedWholeAtMs.store(clock.nowMs, ordering: .relaxed) }
+        if !batch.gap {
+            let now = clock.nowMs
+            watermark.state.withLock { $0.heard(atMs: now) }
+        }
         var deliveries = DeliveryBatch()
         for payload in batch.messages {
             // A status change of an app with no session here concerns nobody on this node: not even decoded.
@@ -427,7 +431,8 @@ final class FanoutService: Service, Sendable {
     /// of `all`/`roles:` sessions here, of every user the app's log names as changed since the feed was last whole) and
     /// delivers those whose version moved. Returns false if Redis could not be read (to be retried).
     private func resynchronise() async -> Bool {
-        let startedAt = clock.nowMs
+        let now = clock.nowMs
+        let resync = watermark.state.withLock { $0.beginResync(atMs: now) }
         let users = index.allLocalUsers()
         index.unpinMasks()
         await withTaskGroup(of: Void.self) { group in
@@ -439,8 +444,7 @@ final class FanoutService: Service, Sendable {
         guard await auditDevices(users) else { return false }
         var watched = index.watchedTargets()
         do {
-            let since = feedWholeAtMs.load(ordering: .relaxed) - Self.gapLookBackMs
-            for (appId, changed) in try await appWideTargets(since: since) {
+            for (appId, changed) in try await appWideTargets(since: resync.sinceMs - Self.gapLookBackMs) {
                 watched[appId] = Array(Set(watched[appId] ?? []).union(changed))
             }
         } catch {
@@ -468,7 +472,7 @@ final class FanoutService: Service, Sendable {
                 await deliveries.send(through: mailboxes, counting: metrics.eventsDelivered)
             }
         }
-        feedWholeAtMs.store(startedAt, ordering: .relaxed)
+        watermark.state.withLock { $0.resynchronised(resync) }
         return true
     }
 
