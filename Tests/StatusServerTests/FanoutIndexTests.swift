@@ -10,13 +10,13 @@ import Testing
     private let loop = EmbeddedEventLoop()
     private let premium = premiumAppConfig
 
-    private func session(_ userId: String) -> DeviceSession {
+    private func session(_ userId: String, scope: PresenceScope = .subscriptions) -> DeviceSession {
         DeviceSession(
             appId: "app",
             userId: userId,
             deviceId: "d-\(userId)",
             platform: .web,
-            scope: .subscriptions,
+            scope: scope,
             eventLoop: loop,
             clock: SystemNodeClock()
         )
@@ -126,7 +126,8 @@ import Testing
         #expect(heard() == ["bob"])
     }
 
-    @Test func resynchronisationDeliversOnlyMovedVersionsAndStaleChangesAreDropped() {
+    /// An index with one local session, of `watcher`, who subscribed to bob.
+    private func watcherOfBob() -> FanoutIndex {
         let index = FanoutIndex()
         index.add(session("watcher"))
         index.update(
@@ -134,6 +135,11 @@ import Testing
             relations: Relations(subscriptions: ["bob"], friends: [], blocked: []),
             sequence: index.beginRelationsLoad()
         )
+        return index
+    }
+
+    @Test func resynchronisationDeliversOnlyMovedVersionsAndStaleChangesAreDropped() {
+        let index = watcherOfBob()
         #expect(index.watchedTargets()["app"].map(Set.init) == ["watcher", "bob"])
         let bob3 = StoredStatus(record: change("bob", version: 3).record)
         #expect(index.hasMoved(bob3, appId: "app").any, "nothing delivered yet: a resynchronisation sends it")
@@ -147,13 +153,7 @@ import Testing
     /// even of a user nothing was delivered of yet. Read just before their first connect, the status would otherwise
     /// reach the watchers after that connect's change, as if the user had gone back to never logged in.
     @Test func aStatusThatNeverChangedHasNotMoved() {
-        let index = FanoutIndex()
-        index.add(session("watcher"))
-        index.update(
-            AppUser(appId: "app", userId: "watcher"),
-            relations: Relations(subscriptions: ["bob"], friends: [], blocked: []),
-            sequence: index.beginRelationsLoad()
-        )
+        let index = watcherOfBob()
         #expect(!index.hasMoved(StoredStatus(record: change("bob", version: 0).record), appId: "app").any)
         #expect(index.hasMoved(StoredStatus(record: change("bob", version: 1).record), appId: "app").any)
     }
@@ -164,16 +164,7 @@ import Testing
     /// later, with nothing delivered, it is forgotten.
     @Test func aPruneBetweenTheTwoCopiesOfAChangeKeepsItARepeat() {
         let index = FanoutIndex()
-        let watcher = DeviceSession(
-            appId: "app",
-            userId: "watcher",
-            deviceId: "d-watcher",
-            platform: .web,
-            scope: .all,
-            eventLoop: loop,
-            clock: SystemNodeClock()
-        )
-        index.add(watcher)
+        index.add(session("watcher", scope: .all))
         #expect(index.watchedTargets()["app"] == ["watcher"], "alice is watched by no relationship")
         #expect(index.audience(of: change("alice", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
         index.pruneVersions()
