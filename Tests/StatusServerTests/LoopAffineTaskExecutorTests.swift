@@ -16,8 +16,14 @@ import Testing
             // Started from a thread of the test's pool: on one of the loops.
             #expect(loops.contains { $0.inEventLoop })
             for loop in loops + loops {
-                // A future completed on `loop` resumes the task there.
-                try await loop.scheduleTask(in: .milliseconds(1)) {}.futureResult.get()
+                // A future completed on `loop` resumes the task there. It is completed only once the task has
+                // suspended: the loop the task runs on takes the job that completes it after the task's own job ends.
+                // (A continuation resumed before its task suspended lets the task go on where it is, which says nothing
+                // of the executor.)
+                let current = try #require(MultiThreadedEventLoopGroup.currentEventLoop)
+                let promise = loop.makePromise(of: Void.self)
+                current.execute { loop.execute { promise.succeed() } }
+                try await promise.futureResult.get()
                 #expect(loop.inEventLoop)
                 #expect(MultiThreadedEventLoopGroup.currentEventLoop === loop)
             }
