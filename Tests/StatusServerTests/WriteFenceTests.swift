@@ -76,7 +76,10 @@ import Testing
             server.resume()
             #expect(try await measured == 1)
             let estimate = try #require(fence.estimate(of: server.configuration.endpoint))
-            #expect(estimate.isPrecise, "uncertainty \(estimate.errorMs) ms")
+            // The stalled reading's uncertainty is half its round trip, 200 ms or more. The readings taken again are
+            // precise (``RedisClockEstimate/preciseErrorMs``) on a machine at rest; on one as loaded as the whole CI,
+            // their round trips alone can pass 50 ms: what must hold is that the stall's uncertainty was not kept.
+            #expect(estimate.errorMs < 100, "uncertainty \(estimate.errorMs) ms")
         }
     }
 
