@@ -6,7 +6,6 @@ import Testing
 
 /// SPEC §6: who receives `onUserStatusChanged`, over real WebSockets.
 @Suite(.redis) struct FanoutTests {
-    /// Connects `watcher` (with `presence`) and `alice`, lets alice change her status, and returns what the watcher got.
     /// What a watcher (device `w1`, of `presence`) was told about alice while she connected, set a custom status and
     /// dropped (versions 1, 2 and 3). These tests count what the routing rules deliver; a bus gap on a loaded machine
     /// (the node's shard connection missing a ping and reconnecting) has the node deliver only the latest status of
