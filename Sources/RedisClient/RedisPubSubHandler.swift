@@ -7,7 +7,9 @@ import NIOCore
 /// If the subscription is not confirmed within `setupTimeout`, or Redis answers with an error, the connection is
 /// closed; ``RedisSubscriber`` then reconnects. Once subscribed it sends `PING` every `pingInterval`; a ping still
 /// unanswered at the next one means the connection is half-open (or Redis is stuck), and it is closed too, so that a
-/// silent gap in the feed is found within two intervals and the consumer resynchronises after the reconnect.
+/// silent gap in the feed is found within two intervals and the consumer resynchronises after the reconnect. The
+/// moment up to which the answers prove the feed whole (``SubscriptionPings/wholeUntil``) is kept in `wholeUntil`, for
+/// the ``RedisPubSubEvent/lost(wholeUntil:)`` the subscriber sends when the connection ends.
 final class RedisPubSubHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -26,17 +28,22 @@ final class RedisPubSubHandler: ChannelInboundHandler {
     private var setupTimer: Scheduled<Void>?
     private let pingInterval: TimeAmount
     private var pingTimer: Scheduled<Void>?
-    private var pingsUnanswered = 0
+    /// When the subscriptions were sent, and the pings once they are confirmed.
+    private var subscribedAt: NIODeadline?
+    private var pings: SubscriptionPings?
+    private let wholeUntil: LockedValue<NIODeadline?>
 
     init(
         channels: [String],
         setup: [[String]],
         setupTimeout: TimeAmount,
         pingInterval: TimeAmount = .seconds(1),
+        wholeUntil: LockedValue<NIODeadline?> = LockedValue(nil),
         logger: Logger,
         onEvent: @escaping @Sendable (RedisPubSubEvent) -> Void
     ) {
         self.pingInterval = pingInterval
+        self.wholeUntil = wholeUntil
         self.channels = channels
         self.setup = setup
         self.setupTimeout = setupTimeout
@@ -51,6 +58,7 @@ final class RedisPubSubHandler: ChannelInboundHandler {
         }
         self.setupRepliesPending = self.setup.count
         RedisCommandEncoder.encode(["SUBSCRIBE"] + self.channels, into: &bytes)
+        self.subscribedAt = .now()
         context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
         self.setupTimer = context.eventLoop.assumeIsolated().scheduleTask(in: self.setupTimeout) {
             self.setupTimer = nil
@@ -90,12 +98,11 @@ final class RedisPubSubHandler: ChannelInboundHandler {
     private func startPinging(context: ChannelHandlerContext) {
         self.pingTimer = context.eventLoop.assumeIsolated().scheduleTask(in: self.pingInterval) {
             guard context.channel.isActive else { return }
-            guard self.pingsUnanswered == 0 else {
+            guard self.pings?.tick(at: .now()) == .ping else {
                 self.logger.warning("Redis did not answer a ping on the subscription connection, reconnecting")
                 context.close(promise: nil)
                 return
             }
-            self.pingsUnanswered += 1
             var bytes = context.channel.allocator.buffer(capacity: 16)
             RedisCommandEncoder.encode(["PING"], into: &bytes)
             context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
@@ -119,7 +126,9 @@ final class RedisPubSubHandler: ChannelInboundHandler {
         }
         switch kind {
         case "pong":
-            self.pingsUnanswered = 0
+            self.pings?.answered()
+            let whole = self.pings?.wholeUntil
+            self.wholeUntil.withLock { $0 = whole }
         case "message" where items.count >= 3:
             self.onEvent(.message(channel: items[1].string ?? "", payload: items[2].bytes ?? []))
         case "subscribe":
@@ -129,6 +138,9 @@ final class RedisPubSubHandler: ChannelInboundHandler {
                 self.setupTimer?.cancel()
                 self.setupTimer = nil
                 self.logger.debug("Subscribed to redis channels", metadata: ["channels": "\(self.channels)"])
+                let pings = SubscriptionPings(subscribedAt: self.subscribedAt ?? .now())
+                self.pings = pings
+                self.wholeUntil.withLock { $0 = pings.wholeUntil }
                 self.startPinging(context: context)
                 self.onEvent(.subscribed)
             }

@@ -19,6 +19,7 @@ public final class RedisSubscriber: Sendable, Service {
     private let logger: Logger
     private let handler: @Sendable (RedisPubSubEvent) -> Void
     private let client: RedisClient?
+    private let pingInterval: TimeAmount
 
     /// Creates a subscriber; nothing happens until ``run()``. With `client`, connection attempts after a failure go
     /// round the masters it knows (a cluster's other nodes).
@@ -27,10 +28,12 @@ public final class RedisSubscriber: Sendable, Service {
         client: RedisClient? = nil,
         channels: [String],
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        pingInterval: TimeAmount = .seconds(1),
         logger: Logger,
         handler: @escaping @Sendable (RedisPubSubEvent) -> Void
     ) {
         self.configuration = configuration
+        self.pingInterval = pingInterval
         self.client = client
         var seen = Set<String>()
         self.channels = channels.filter { seen.insert($0).inserted }
@@ -64,20 +67,21 @@ public final class RedisSubscriber: Sendable, Service {
         var failures = 0
         while !control.isStopped {
             let subscribed = LockedValue(false)
+            let wholeUntil = LockedValue<NIODeadline?>(nil)
             var configuration = self.configuration
             if failures > 0, let client = self.client, let masters = try? await client.masterEndpoints(), !masters.isEmpty {
                 let candidates = [self.configuration.endpoint] + masters.filter { $0 != self.configuration.endpoint }
                 configuration = client.configuration(for: candidates[failures % candidates.count])
             }
             do {
-                let channel = try await self.connect(configuration, on: eventLoop, subscribed: subscribed)
+                let channel = try await self.connect(configuration, on: eventLoop, subscribed: subscribed, wholeUntil: wholeUntil)
                 guard control.setChannel(channel) else {
                     try? await channel.close()
                     break
                 }
                 try? await channel.closeFuture.get()
                 control.setChannel(nil)
-                if !control.isStopped { self.handler(.lost) }
+                if !control.isStopped { self.handler(.lost(wholeUntil: wholeUntil.withLock { $0 } ?? .now())) }
             } catch {
                 self.logger.warning(
                     "Cannot connect to redis for subscriptions",
@@ -100,11 +104,13 @@ public final class RedisSubscriber: Sendable, Service {
     private func connect(
         _ configuration: RedisConfiguration,
         on eventLoop: any EventLoop,
-        subscribed: LockedValue<Bool>
+        subscribed: LockedValue<Bool>,
+        wholeUntil: LockedValue<NIODeadline?>
     ) async throws -> any Channel {
         let channels = self.channels
         let setup = configuration.setupCommands(selecting: false)
         let setupTimeout = TimeAmount(configuration.commandTimeout)
+        let pingInterval = self.pingInterval
         let logger = self.logger
         let handler = self.handler
         let onEvent: @Sendable (RedisPubSubEvent) -> Void = { event in
@@ -119,6 +125,8 @@ public final class RedisSubscriber: Sendable, Service {
                     channels: channels,
                     setup: setup,
                     setupTimeout: setupTimeout,
+                    pingInterval: pingInterval,
+                    wholeUntil: wholeUntil,
                     logger: logger,
                     onEvent: onEvent
                 )

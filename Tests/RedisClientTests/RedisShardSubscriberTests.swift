@@ -15,6 +15,8 @@ struct RedisShardSubscriberTests {
         let messages = TestBox<[String: [String]]>([:])
         let gaps = TestBox(0)
         let losses = TestBox(0)
+        /// What the last ``RedisPubSubEvent/lost(wholeUntil:)`` said.
+        let wholeUntil = TestBox<NIODeadline?>(nil)
 
         func handle(_ event: RedisPubSubEvent) {
             switch event {
@@ -22,8 +24,9 @@ struct RedisShardSubscriberTests {
                 messages.withLock { $0[channel, default: []].append(String(decoding: payload, as: UTF8.self)) }
             case .subscribed:
                 gaps.withLock { $0 += 1 }
-            case .lost:
+            case .lost(let whole):
                 losses.withLock { $0 += 1 }
+                wholeUntil.withLock { $0 = whole }
             }
         }
 
@@ -76,6 +79,28 @@ struct RedisShardSubscriberTests {
                 #expect(received.losses.withLock { $0 } == 1)
                 #expect(try await client.send("SPUBLISH", "bus:{b}", "after") == .integer(1))
                 #expect(await eventually { received.of("bus:{b}") == ["after"] })
+            }
+        }
+    }
+
+    /// A connection that falls silent (the server stopped, its sockets open, as across a network that drops every
+    /// packet) is noticed a ping or two later. Its loss looks back to the last ping answered before the silence, not to
+    /// the moment it was noticed: what was published in between may have been missed.
+    @Test func aSilentConnectionIsLostFromItsLastAnsweredPing() async throws {
+        try await withPrivateRedisServer { server in
+            try await withSubscriber(url: server.url) { _, subscriber, received in
+                try await subscriber.subscribe(["bus:{a}"])
+                let subscribedAt = NIODeadline.now()
+                try await Task.sleep(for: .milliseconds(800))  // pings every 200 ms, answered
+                let silentFrom = NIODeadline.now()
+                server.pause()
+                defer { server.resume() }
+                #expect(await eventually { received.losses.withLock { $0 } == 1 })
+                let noticedAfter = NIODeadline.now() - silentFrom
+                let wholeUntil = try #require(received.wholeUntil.withLock { $0 })
+                #expect(noticedAfter >= .milliseconds(200), "a silence is noticed only when a ping goes unanswered")
+                #expect(wholeUntil <= silentFrom, "nothing after the silence began is known to have arrived")
+                #expect(wholeUntil > subscribedAt, "the pings answered since the subscription moved it on")
             }
         }
     }

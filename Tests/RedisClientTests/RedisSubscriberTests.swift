@@ -1,3 +1,4 @@
+import NIOCore
 import Testing
 
 @testable import RedisClient
@@ -10,6 +11,13 @@ struct RedisSubscriberTests {
 
         func record(_ event: RedisPubSubEvent) {
             self.events.withLock { $0.append(event) }
+        }
+
+        /// What each ``RedisPubSubEvent/lost(wholeUntil:)`` said, in order.
+        var losses: [NIODeadline] {
+            self.events.withLock { events in
+                events.compactMap { if case .lost(let wholeUntil) = $0 { wholeUntil } else { nil } }
+            }
         }
 
         var subscribedCount: Int {
@@ -46,12 +54,14 @@ struct RedisSubscriberTests {
     private func withSubscriber(
         url: String,
         channels: [String],
+        pingInterval: TimeAmount = .seconds(1),
         _ body: (Recorder) async throws -> Void
     ) async throws {
         let recorder = Recorder()
         let subscriber = RedisSubscriber(
             configuration: try RedisConfiguration(url: url),
             channels: channels,
+            pingInterval: pingInterval,
             logger: testLogger,
             handler: { recorder.record($0) }
         )
@@ -101,6 +111,26 @@ struct RedisSubscriberTests {
                     #expect(try await client.send("PUBLISH", channel, "after kill") == .integer(1))
                     #expect(await eventually { recorder.messages.map(\.payload) == ["after kill"] })
                 }
+            }
+        }
+    }
+
+    /// A subscription that falls silent (the server stopped, its socket open, as across a network that drops every
+    /// packet) is lost a ping or two later, and the loss looks back to the last ping answered before the silence.
+    @Test func aSilentSubscriptionIsLostFromItsLastAnsweredPing() async throws {
+        try await withPrivateRedisServer { server in
+            try await withSubscriber(url: server.url, channels: [uniqueKey("channel")], pingInterval: .milliseconds(200)) { recorder in
+                #expect(await eventually { recorder.subscribedCount == 1 })
+                let subscribedAt = NIODeadline.now()
+                try await Task.sleep(for: .milliseconds(800))  // pings every 200 ms, answered
+                let silentFrom = NIODeadline.now()
+                server.pause()
+                defer { server.resume() }
+                #expect(await eventually { recorder.losses.count == 1 })
+                let wholeUntil = try #require(recorder.losses.first)
+                #expect(NIODeadline.now() - silentFrom >= .milliseconds(200), "noticed only when a ping goes unanswered")
+                #expect(wholeUntil <= silentFrom, "nothing after the silence began is known to have arrived")
+                #expect(wholeUntil > subscribedAt, "the pings answered since the subscription moved it on")
             }
         }
     }

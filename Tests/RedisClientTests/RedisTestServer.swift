@@ -53,6 +53,17 @@ final class RedisTestServer: @unchecked Sendable {
         throw TestServerError(message: "redis-server did not start listening on port \(self.port)")
     }
 
+    /// Stops the server's process (`SIGSTOP`) and closes nothing: its connections stay open and silent, as across a
+    /// network that drops every packet. ``resume()`` lets it go on; ``stop()`` ends it paused or not.
+    func pause() {
+        if let process = self.process { kill(process.processIdentifier, SIGSTOP) }
+    }
+
+    /// Lets a paused server go on (`SIGCONT`).
+    func resume() {
+        if let process = self.process { kill(process.processIdentifier, SIGCONT) }
+    }
+
     /// Stops the server and waits for it to exit.
     func stop() async {
         guard let process = self.process else {

@@ -205,8 +205,8 @@ public final class RedisShardSubscriber: Sendable, Service {
             self.handler(.message(channel: channel, payload: payload))
         case .resubscribed:
             self.handler(.subscribed)
-        case .lost:
-            self.handler(.lost)
+        case .lost(let wholeUntil):
+            self.handler(.lost(wholeUntil: wholeUntil))
         case .moved(let channels):
             for channel in channels where self.routes.value.homes[channel] == link.endpoint {
                 self.routes.value.toReroute.insert(channel)

@@ -19,7 +19,8 @@ final class ShardLink: @unchecked Sendable {
     private var waiters: [String: [EventLoopPromise<Void>]] = [:]
     private var backoff = Backoff()
     private var pingTimer: Scheduled<Void>?
-    private var pingsUnanswered = 0
+    /// The current connection's pings, from the moment it sent its subscriptions.
+    private var pings: SubscriptionPings?
 
     init(
         endpoint: RedisConfiguration.Endpoint,
@@ -119,6 +120,7 @@ final class ShardLink: @unchecked Sendable {
                 // The setup goes first, in the same write: the connect's promise is fulfilled before the channel
                 // is active, so nothing written from the handler's channelActive could come before this.
                 self.write(self.state.connectionEstablished(), after: setup)
+                self.pings = SubscriptionPings(subscribedAt: .now())
                 self.schedulePing()
                 channel.closeFuture.hop(to: self.eventLoop).assumeIsolated().whenComplete { _ in self.connectionClosed(channel) }
             case .failure(let error):
@@ -138,11 +140,12 @@ final class ShardLink: @unchecked Sendable {
         self.channel = nil
         self.pingTimer?.cancel()
         self.pingTimer = nil
-        self.pingsUnanswered = 0
+        let wholeUntil = self.pings?.wholeUntil ?? .now()
+        self.pings = nil
         self.state.connectionLost()
         self.failWaiters(RedisClientError(kind: .connectionClosed, message: "the shard subscription connection closed"))
         guard !self.closed else { return }
-        self.report(.lost, self)
+        self.report(.lost(wholeUntil: wholeUntil), self)
         self.logger.info("Redis shard subscription connection lost, reconnecting", metadata: ["endpoint": "\(self.endpoint.logDescription)"])
         self.retryLater()
     }
@@ -163,12 +166,11 @@ final class ShardLink: @unchecked Sendable {
     private func schedulePing() {
         self.pingTimer = self.eventLoop.assumeIsolated().scheduleTask(in: self.pingInterval) {
             guard let channel = self.channel else { return }
-            guard self.pingsUnanswered == 0 else {
+            guard self.pings?.tick(at: .now()) == .ping else {
                 self.logger.warning("Redis did not answer a ping on a shard subscription connection, reconnecting")
                 channel.close(promise: nil)
                 return
             }
-            self.pingsUnanswered += 1
             var bytes = channel.allocator.buffer(capacity: 16)
             RedisCommandEncoder.encode(["PING"], into: &bytes)
             channel.writeAndFlush(bytes, promise: nil)
@@ -185,7 +187,7 @@ final class ShardLink: @unchecked Sendable {
                     for promise in self.waiters.removeValue(forKey: channel) ?? [] { promise.succeed() }
                 }
             case .pong:
-                self.pingsUnanswered = 0
+                self.pings?.answered()
             case .moved(let channels):
                 for channel in channels {
                     for promise in self.waiters.removeValue(forKey: channel) ?? [] {
@@ -210,8 +212,9 @@ enum ShardLinkReport: Sendable {
     case moved([String])
     /// Every channel is subscribed again after a gap.
     case resubscribed
-    /// Its connection was lost: messages on its channels may be missed until it reports ``resubscribed``.
-    case lost
+    /// Its connection was lost: messages published on its channels after `wholeUntil` may be missed until it reports
+    /// ``resubscribed``.
+    case lost(wholeUntil: NIODeadline)
     /// Its master could not be reached: perhaps it is gone and a replica took over.
     case unreachable
 }

@@ -97,7 +97,10 @@ final class FanoutService: Service, Sendable {
             switch event {
             case .message(_, let payload): inbox.push(payload)
             case .subscribed: inbox.markGap()
-            case .lost: watermark.state.withLock { $0.lost() }
+            case .lost(let wholeUntil):
+                // The connection's monotonic moment, on the node's wall clock.
+                let wholeUntilMs = clock.nowMs - (NIODeadline.now() - wholeUntil).nanoseconds / 1_000_000
+                watermark.state.withLock { $0.lost(wholeUntilMs: wholeUntilMs) }
             }
         }
         self.subscriber = subscribers.control

@@ -4,15 +4,15 @@ import Synchronization
 /// changes from (``FanoutService``, for the sessions of an app-wide scope, whom nothing else re-reads).
 ///
 /// The feed is known whole when a batch without a gap is taken. A lost subscription connection
-/// (``RedisClient/RedisPubSubEvent/lost``) keeps the moment the feed was last whole before it, until a
-/// resynchronisation that began after the loss succeeds: on a cluster the other shards' connections keep delivering
-/// batches meanwhile, and those say nothing of the lost one's channels. A pure value: the service keeps it under a lock
-/// and passes the node's clock in.
+/// (``RedisClient/RedisPubSubEvent/lost(wholeUntil:)``) keeps the moment the feed was last whole before it (the earlier
+/// of the last batch and the connection's last answered ping), until a resynchronisation that began after the loss
+/// succeeds: on a cluster the other shards' connections keep delivering batches meanwhile, and those say nothing of the
+/// lost one's channels. A pure value: the service keeps it under a lock and passes the node's clock in.
 struct FeedWatermark: Sendable {
     /// When (epoch ms, the node's clock) a batch without a gap was last taken, or a resynchronisation that succeeded
     /// began.
     private(set) var wholeAtMs: Int64
-    /// The earliest ``wholeAtMs`` at a loss that no resynchronisation has repaired yet.
+    /// The earliest moment the feed was known whole at a loss that no resynchronisation has repaired yet.
     private(set) var lostSinceMs: Int64?
     /// How many losses were noted: a resynchronisation repairs the ones noted before it began.
     private var losses: UInt64 = 0
@@ -26,10 +26,12 @@ struct FeedWatermark: Sendable {
         wholeAtMs = max(wholeAtMs, nowMs)
     }
 
-    /// A subscription connection was lost.
-    mutating func lost() {
+    /// A subscription connection was lost, whose feed was known whole until `wholeUntilMs` (its last answered ping,
+    /// ``RedisClient/SubscriptionPings``): a silent network is noticed a ping interval or two after it fell silent,
+    /// while the other shards' batches went on moving ``wholeAtMs``.
+    mutating func lost(wholeUntilMs: Int64) {
         losses += 1
-        lostSinceMs = min(lostSinceMs ?? wholeAtMs, wholeAtMs)
+        lostSinceMs = min(lostSinceMs ?? wholeAtMs, wholeAtMs, wholeUntilMs)
     }
 
     /// What a resynchronisation beginning at `nowMs` must look back to, and what to hand to
