@@ -8,6 +8,7 @@ public enum RedisPubSubEvent: Sendable {
     case subscribed
     /// A subscription connection was lost: what was published on its channels after `wholeUntil` (this process's
     /// monotonic clock: the last ping it answered, ``SubscriptionPings``) until the next ``subscribed`` may be missed.
-    /// Sent once per lost connection, so the consumer knows from when it may have missed messages.
+    /// Sent once per lost connection (and, for sharded channels, once per set of channels whose slot moved), so the
+    /// consumer knows from when it may have missed messages.
     case lost(wholeUntil: NIODeadline)
 }

@@ -11,7 +11,8 @@ import ServiceLifecycle
 /// and subscribes to its channels again; channels whose slot moved (Redis says so with an unasked `sunsubscribe` or a
 /// `MOVED`), or whose master is gone, are routed again after the client re-reads the slot map. Either way, once
 /// everything is subscribed again the handler receives `.subscribed`: what was published meanwhile is lost, and that
-/// is the moment to resynchronise.
+/// is the moment to resynchronise. The loss itself is told at once (`.lost`, with the moment the connection's feed was
+/// last known whole), when the connection drops or the channels move.
 ///
 /// The handler runs on the subscriber's event loop; it must be quick and non-blocking. Run the subscriber as a service
 /// (``run()``): it does the re-routing, and closes every connection on shutdown.
@@ -207,7 +208,9 @@ public final class RedisShardSubscriber: Sendable, Service {
             self.handler(.subscribed)
         case .lost(let wholeUntil):
             self.handler(.lost(wholeUntil: wholeUntil))
-        case .moved(let channels):
+        case .moved(let channels, let wholeUntil):
+            // From the slot's move until the channels are subscribed where it went, what is published there is missed.
+            self.handler(.lost(wholeUntil: wholeUntil))
             for channel in channels where self.routes.value.homes[channel] == link.endpoint {
                 self.routes.value.toReroute.insert(channel)
             }

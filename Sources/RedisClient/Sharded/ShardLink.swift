@@ -194,7 +194,7 @@ final class ShardLink: @unchecked Sendable {
                         promise.fail(RedisClientError(kind: .connectionUnavailable, message: "channel \(channel) moved"))
                     }
                 }
-                self.report(.moved(channels), self)
+                self.report(.moved(channels, wholeUntil: self.pings?.wholeUntil ?? .now()), self)
             case .message(let channel, let payload):
                 self.report(.message(channel: channel, payload: payload), self)
             case .resubscribed:
@@ -208,8 +208,10 @@ final class ShardLink: @unchecked Sendable {
 enum ShardLinkReport: Sendable {
     /// A message on one of its channels.
     case message(channel: String, payload: [UInt8])
-    /// These channels left it (their slot moved, or Redis refused them): route them again.
-    case moved([String])
+    /// These channels left it (their slot moved, or Redis refused them): route them again. What was published on
+    /// them after `wholeUntil` (the link's last answered ping) may be missed until they are subscribed where their slot
+    /// lives now.
+    case moved([String], wholeUntil: NIODeadline)
     /// Every channel is subscribed again after a gap.
     case resubscribed
     /// Its connection was lost: messages published on its channels after `wholeUntil` may be missed until it reports
