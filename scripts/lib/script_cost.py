@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import threading
@@ -36,6 +37,9 @@ parser.add_argument(
     "--callgrind", type=int, default=0, metavar="CYCLES",
     help="also count the instructions Redis runs per cycle: CYCLES cycles per revision on a copy of the data in a "
     "redis-server under valgrind's callgrind (exact counts, where times move by 10 %% or more)")
+parser.add_argument(
+    "--callgrind-keep", metavar="DIR",
+    help="keep each revision's callgrind count as DIR/callgrind.REV, for callgrind_annotate (where the instructions go)")
 options = parser.parse_args()
 SCRIPTS = "Sources/StatusServer/Scripts/"
 
@@ -290,7 +294,8 @@ def main():
             payload = hundred_cycles(counted.redis, rev)
             send(counted.redis, payload, 1)  # the scripts' first calls, out of the count
             hundreds = max(1, options.callgrind // 100)
-            instructions, errors = counted.count(lambda: send(counted.redis, payload, hundreds))
+            instructions, errors = counted.count(lambda: send(counted.redis, payload, hundreds), keep=options.callgrind_keep
+                                                 and os.path.join(options.callgrind_keep, "callgrind." + rev))
             print("| `%s` | %.0f | %d |" % (rev, instructions / (hundreds * 100), errors))
         counted.stop()
 
@@ -324,8 +329,9 @@ class Counted:
         else:
             raise SystemExit("redis-server under callgrind did not start")
 
-    def count(self, run):
-        """The instructions `run()` made the server run, and what `run()` returned."""
+    def count(self, run, keep=None):
+        """The instructions `run()` made the server run, and what `run()` returned; the count's file is copied to `keep`
+        when given."""
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
         before = set(os.listdir(self.out))
         subprocess.check_call(["callgrind_control", "-z", str(self.process.pid)], **quiet)
@@ -336,6 +342,8 @@ class Counted:
             for name in set(os.listdir(self.out)) - before:
                 total = re.search(r"^(?:summary|totals): (\d+)", open(os.path.join(self.out, name)).read(), re.M)
                 if total:
+                    if keep:
+                        shutil.copyfile(os.path.join(self.out, name), keep)
                     return int(total.group(1)), result
             time.sleep(0.1)
         raise SystemExit("callgrind wrote no count")
