@@ -241,8 +241,11 @@ final class FanoutIndex: Sendable {
                     state.forgottenApps[appId] = state.forgetCount
                 }
             }
-            // A deleted user leaves the relationships of others (blocks and pins included): nothing of the app is kept.
+            // A deleted user leaves the relationships of others (blocks and pins included): nothing of the app is kept,
+            // nor kept later from what was read before now: the deleted user's sessions may still be closing, and what
+            // the node read of their relationships must not outlive them and be given to a successor under the id.
             state.departed.forget(appId: appId)
+            state.departed.invalidate(through: state.loadSequence)
             if let userId {
                 let target = AppUser(appId: appId, userId: userId)
                 state.versions[target] = nil

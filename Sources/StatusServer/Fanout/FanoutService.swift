@@ -518,6 +518,11 @@ final class FanoutService: Service, Sendable {
                 return false
             }
             for (entry, audit) in zip(held, audits) {
+                if !audit.userExists {
+                    // Deleted while the feed was down: what the deletion's message would have made the node forget.
+                    index.unpinMasks(appId: entry.user.appId, target: entry.user.userId)
+                    index.forgetDelivered(appId: entry.user.appId, userId: entry.user.userId)
+                }
                 for (session, record) in zip(entry.sessions, audit.records) {
                     guard
                         let reason = DeviceRecordAudit.kickReason(
