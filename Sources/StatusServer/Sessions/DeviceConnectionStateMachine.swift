@@ -15,7 +15,12 @@ import StatusCore
 /// - frames that break RFC 6455 (unmasked, invalid UTF-8 text, a bad fragment sequence) close with 1002 or 1007;
 /// - every ending writes at most a few final frames and then closes the TCP connection: once those are written, or
 ///   after ``Limits/closeGraceMs`` whatever the peer does (the handler arms that deadline);
-/// - the departure is filed exactly once, when the channel has closed, with the first reason the session ended for.
+/// - the departure is filed exactly once, when the channel has closed, with the first reason the session ended for;
+/// - a device never sees a user's version go back (SPEC §2): for ``openingFloorMs`` after the opening frames (the
+///   welcome, a resume's frame, a snapshot), an event older than what they showed of its user is not written, nor is
+///   one of the backlog waiting for them. Such an event was read or published before the opening frames were read, and
+///   reached the session after them: a node's resynchronisation after a bus gap reads statuses while devices connect,
+///   and a change published just before a snapshot's read may be delivered just after it.
 struct DeviceConnectionStateMachine {
     /// Bounds of one connection.
     struct Limits: Sendable, Equatable {
@@ -101,8 +106,14 @@ struct DeviceConnectionStateMachine {
     /// Frames to write when attaching, for a session ended before its welcome was written.
     private var farewell: [ByteBuffer] = []
     /// Statuses waiting for the socket to drain, oldest first.
-    private var backlog: [ByteBuffer] = []
+    private var backlog: [(userKey: UInt64, version: Int64, status: ByteBuffer)] = []
     private var backlogBytes = 0
+    /// What the opening frames showed of each user (by ``ResumePoint/userKey(_:)``), until ``floorsUntilMs``; nil after.
+    private var floors: [UInt64: Int64]?
+    private var floorsUntilMs: Int64 = 0
+    /// How long after the opening frames an older event is held back: longer than an event read or published before
+    /// them takes to reach the session (a bus message's way through the node, a resynchronisation's read and delivery).
+    static let openingFloorMs: Int64 = 2_000
     private var writable = true
     private var requestRunning = false
     private var queuedRequests: [ByteBuffer] = []
@@ -127,8 +138,9 @@ struct DeviceConnectionStateMachine {
 
     // MARK: - Events
 
-    /// The upgrade is answered: write the welcome and whatever arrived since the device was admitted.
-    mutating func attached(welcome: ByteBuffer) -> Action {
+    /// The upgrade is answered: write the welcome (the opening frames, which show these versions of these users, by
+    /// ``ResumePoint/userKey(_:)``) and whatever arrived since the device was admitted and is not older than them.
+    mutating func attached(welcome: ByteBuffer, showing shown: [(userKey: UInt64, version: Int64)] = [], nowMs: Int64 = 0) -> Action {
         switch state {
         case .attaching:
             if ending != nil {
@@ -136,19 +148,34 @@ struct DeviceConnectionStateMachine {
                 return .closeAfterWriting([welcome] + farewell)
             }
             state = .open
+            if !shown.isEmpty {
+                var floors: [UInt64: Int64] = [:]
+                for status in shown { floors[status.userKey] = max(floors[status.userKey] ?? .min, status.version) }
+                backlog.removeAll { entry in floors[entry.userKey].map { entry.version < $0 } ?? false }
+                backlogBytes = backlog.reduce(0) { $0 + $1.status.readableBytes }
+                self.floors = floors
+                floorsUntilMs = nowMs + Self.openingFloorMs
+            }
             return .writeAndFlush([welcome] + takeBacklog())
         case .open, .closing, .closed:
             return .none
         }
     }
 
-    /// A status event for this device.
-    mutating func deliver(_ event: StatusEvent) -> Action {
+    /// A status event for this device, at `nowMs` (the session's monotonic clock).
+    mutating func deliver(_ event: StatusEvent, nowMs: Int64 = 0) -> Action {
+        if let floors {
+            if nowMs >= floorsUntilMs {
+                self.floors = nil
+            } else if let floor = floors[event.userKey], event.version < floor {
+                return .none
+            }
+        }
         switch state {
         case .open where writable && backlog.isEmpty:
             return .write(event.frame)
         case .open, .attaching:
-            backlog.append(event.status)
+            backlog.append((event.userKey, event.version, event.status))
             backlogBytes += event.status.readableBytes
             guard backlogBytes > limits.backlogBytes else { return .none }
             backlog = []
@@ -314,7 +341,7 @@ struct DeviceConnectionStateMachine {
             backlog = []
             backlogBytes = 0
         }
-        return [StatusEvent.coalesced(backlog)]
+        return [StatusEvent.coalesced(backlog.map(\.status))]
     }
 
     /// The close frame that ends a session for `reason`.

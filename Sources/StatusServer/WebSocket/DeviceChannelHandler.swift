@@ -41,8 +41,9 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
 
     /// Writes an event without flushing; true when the caller must flush this handler.
     func deliver(_ event: StatusEvent) -> Bool {
-        let action = machine.deliver(event)
-        if case .write = action { delivered.record(user: event.userKey, version: event.version, atMs: clock.monotonicMs) }
+        let now = clock.monotonicMs
+        let action = machine.deliver(event, nowMs: now)
+        if case .write = action { delivered.record(user: event.userKey, version: event.version, atMs: now) }
         perform(action)
         return needsFlush
     }
@@ -83,7 +84,7 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
             self.welcome = nil
             let now = clock.monotonicMs
             for status in welcome.statuses { delivered.record(user: status.userKey, version: status.version, atMs: now) }
-            perform(machine.attached(welcome: welcome.bytes))
+            perform(machine.attached(welcome: welcome.bytes, showing: welcome.statuses, nowMs: now))
         }
     }
 
