@@ -172,6 +172,20 @@ import Testing
         #expect(index.hasMoved(StoredStatus(record: change("bob", version: 1).record), appId: "app").any)
     }
 
+    /// A user deleted while the node's feed was down is read at version 0 by the resynchronisation, where the node had
+    /// delivered a later version: that is news (the deletion). The resynchronisation then forgets what was delivered of
+    /// the user, as the deletion's message would have, and tells it; the successor's first change is not dropped as
+    /// older than the deleted user's last one.
+    @Test func aDeletionUnheardDuringAGapHasMoved() {
+        let index = watcherOfBob()
+        #expect(index.audience(of: change("bob", version: 5), config: premium).sessions.map(\.userId) == ["watcher"])
+        let deleted = StoredStatus(record: change("bob", version: 0).record)
+        #expect(index.hasMoved(deleted, appId: "app").any)
+        index.forgetDelivered(appId: "app", userId: "bob")
+        #expect(index.audience(of: change("bob", version: 0), config: premium).sessions.map(\.userId) == ["watcher"])
+        #expect(index.audience(of: change("bob", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
+    }
+
     /// A user heard only through an app-wide scope is watched by no relationship, yet each change of theirs comes twice
     /// (their user channel and their app's slot channel). A prune pass between the two copies (a gap splits them into
     /// two batches) keeps the version delivered since the pass before: the second copy is still a repeat. Two passes

@@ -289,12 +289,15 @@ final class FanoutIndex: Sendable {
 
     /// Whether `stored` differs from what this node delivered last of it: its version (to the user's own devices) or
     /// its public version (to others), or nothing was delivered of it yet. `public` says whether the public version did.
-    /// A status at version 0 never changed (the user never logged in): nothing of it can have been missed, and a
-    /// resynchronisation that read it just before the user's first connect must not tell it after that connect's change.
+    /// A status at version 0 of a user nothing was delivered of never changed (the user never logged in): nothing of it
+    /// can have been missed, and a resynchronisation that read it just before the user's first connect must not tell it
+    /// after that connect's change. Of a user something was delivered of, it is a deletion this node did not hear (its
+    /// message came during the gap): it is told, and the successor's changes that follow are not taken for stale ones
+    /// of the user who was deleted.
     func hasMoved(_ stored: StoredStatus, appId: String) -> (any: Bool, public: Bool) {
-        guard stored.status.version > 0 else { return (false, false) }
-        return state.withLock { state in
+        state.withLock { state in
             let key = AppUser(appId: appId, userId: stored.status.userId)
+            guard stored.status.version > 0 || state.versions[key] != nil else { return (false, false) }
             let publicMoved = state.publicVersions[key] != stored.record.publicVersion
             return (state.versions[key]?.version != stored.status.version || publicMoved, publicMoved)
         }

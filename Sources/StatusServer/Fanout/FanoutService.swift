@@ -468,6 +468,12 @@ final class FanoutService: Service, Sendable {
                 for stored in statuses.values {
                     let moved = index.hasMoved(stored, appId: appId)
                     guard moved.any else { continue }
+                    if stored.status.version == 0 {
+                        // A deletion this node did not hear (its message came during the gap): forgotten as the message
+                        // would have made it, so that this status and the successor's changes are not taken for stale.
+                        index.unpinMasks(appId: appId, target: stored.status.userId)
+                        index.forgetDelivered(appId: appId, userId: stored.status.userId)
+                    }
                     let change = StatusChange(appId: appId, stored: stored, publicChange: moved.public)
                     deliveries.add(change, to: index.audience(of: change, config: config))
                     metrics.resyncedStatuses.increment()
