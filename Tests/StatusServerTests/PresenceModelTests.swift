@@ -35,7 +35,9 @@ import Testing
     /// connections are killed (`CLIENT KILL`, ``BusFault``) and the next steps run at once, while they reconnect. What
     /// a device must hold is then the resynchronisation's work (SPEC §9 "nothing is lost", within 2 s of the feed being
     /// back; the check allows 3), for every scope, mask, grace and resume the run combines with it, and what it hears
-    /// must still never go back nor reach a device not entitled to it.
+    /// must still never go back nor reach a device not entitled to it. Deletions are left out of this run: a
+    /// resynchronisation that reads a user between their deletion and their creation again finds nobody and tells
+    /// nothing (docs/delivery.md).
     @Test func randomInterleavingsWithBusGapsMatchTheModel() async throws {
         try await run(busGaps: true)
     }
@@ -293,7 +295,9 @@ struct ModelRun {
         case 15, 16, 17:
             try await passTime()
         case 18:
-            if rng.below(3) == 0 {
+            // Not in the run with bus gaps: a resynchronisation that reads a user between their deletion and their
+            // creation again finds nobody, and tells nothing of the deletion (docs/delivery.md).
+            if rng.below(3) == 0 && busFault == nil {
                 try await delete(user)
                 updateEntitlements(before: model)
                 return

@@ -16,11 +16,10 @@ import StatusCore
 /// - every ending writes at most a few final frames and then closes the TCP connection: once those are written, or
 ///   after ``Limits/closeGraceMs`` whatever the peer does (the handler arms that deadline);
 /// - the departure is filed exactly once, when the channel has closed, with the first reason the session ended for;
-/// - a device never sees a user's version go back (SPEC §2): for ``openingFloorMs`` after the opening frames (the
-///   welcome, a resume's frame, a snapshot), an event older than what they showed of its user is not written, nor is
-///   one of the backlog waiting for them. Such an event was read or published before the opening frames were read, and
-///   reached the session after them: a node's resynchronisation after a bus gap reads statuses while devices connect,
-///   and a change published just before a snapshot's read may be delivered just after it.
+/// - a device never sees its own user's version go back (SPEC §2): for ``openingFloorMs`` after the welcome, an event
+///   of its user older than the welcome's status is not written, nor is one of the backlog waiting for the welcome.
+///   Such an event was read or published before the connect's own change, and reached the session after the welcome:
+///   a node's resynchronisation after a bus gap reads statuses while devices connect.
 struct DeviceConnectionStateMachine {
     /// Bounds of one connection.
     struct Limits: Sendable, Equatable {
@@ -138,8 +137,9 @@ struct DeviceConnectionStateMachine {
 
     // MARK: - Events
 
-    /// The upgrade is answered: write the welcome (the opening frames, which show these versions of these users, by
-    /// ``ResumePoint/userKey(_:)``) and whatever arrived since the device was admitted and is not older than them.
+    /// The upgrade is answered: write the welcome (the opening frames) and whatever arrived since the device was
+    /// admitted and is not older than what `shown` says they show (versions by ``ResumePoint/userKey(_:)``: the
+    /// welcome's own status).
     mutating func attached(welcome: ByteBuffer, showing shown: [(userKey: UInt64, version: Int64)] = [], nowMs: Int64 = 0) -> Action {
         switch state {
         case .attaching:

@@ -123,6 +123,9 @@ final class DeviceGateway: Sendable {
     struct OpeningFrames: Sendable {
         var bytes: ByteBuffer
         var statuses: [(userKey: UInt64, version: Int64)] = []
+        /// The welcome's own status: an event of the device's own user older than it is not written after it
+        /// (``DeviceConnectionStateMachine/attached(welcome:showing:nowMs:)``).
+        var own: (userKey: UInt64, version: Int64)?
 
         mutating func append(_ frame: ByteBuffer, carrying statuses: [UserStatus]) {
             var frame = frame
@@ -350,7 +353,8 @@ final class DeviceGateway: Sendable {
             }
         }
         // The welcome's own status last: of a long snapshot, the ring of recent deliveries keeps the last ones.
-        frames.statuses.append((ResumePoint.userKey(session.userId), connected.status.version))
+        frames.own = (ResumePoint.userKey(session.userId), connected.status.version)
+        frames.statuses.append(frames.own!)
         return (session, frames)
     }
 
