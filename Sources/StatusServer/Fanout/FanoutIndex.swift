@@ -228,6 +228,14 @@ final class FanoutIndex: Sendable {
         return targets
     }
 
+    /// A user (every user of an app, for a nil `userId`) was deleted, as the deletion's message says or a
+    /// resynchronisation after a gap found: the masks pinned on them go (``unpinMasks(appId:target:)``), and what was
+    /// delivered of them and kept of relationships is forgotten (``forgetDelivered(appId:userId:)``).
+    func forgetDeleted(appId: String, userId: String?) {
+        if let userId { unpinMasks(appId: appId, target: userId) }
+        forgetDelivered(appId: appId, userId: userId)
+    }
+
     /// Forgets what this node delivered of a deleted user (of every user of a deleted app, for a nil `userId`): a user
     /// created again under the id starts anew from version 0, and their changes must not be dropped as stale ones of
     /// the user who was deleted.

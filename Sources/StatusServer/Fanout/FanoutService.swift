@@ -412,10 +412,9 @@ final class FanoutService: Service, Sendable {
                 deliveries.add(StatusEvent(BlockMask.shown(target, to: viewer, frozen: shown.1)), to: shown.0)
             }
         case .deleted(let appId, let userId):
-            if let userId { index.unpinMasks(appId: appId, target: userId) }
             let sessions = userId.map { index.sessions(of: AppUser(appId: appId, userId: $0)) } ?? index.sessions(ofApp: appId)
             for session in sessions { session.kick(reason: "deleted") }
-            index.forgetDelivered(appId: appId, userId: userId)
+            index.forgetDeleted(appId: appId, userId: userId)
             apps.invalidate(appId)
         case .configChanged(let appId):
             apps.invalidate(appId)
@@ -471,8 +470,7 @@ final class FanoutService: Service, Sendable {
                     if stored.status.version == 0 {
                         // A deletion this node did not hear (its message came during the gap): forgotten as the message
                         // would have made it, so that this status and the successor's changes are not taken for stale.
-                        index.unpinMasks(appId: appId, target: stored.status.userId)
-                        index.forgetDelivered(appId: appId, userId: stored.status.userId)
+                        index.forgetDeleted(appId: appId, userId: stored.status.userId)
                     }
                     let change = StatusChange(appId: appId, stored: stored, publicChange: moved.public)
                     deliveries.add(change, to: index.audience(of: change, config: config))
@@ -526,8 +524,7 @@ final class FanoutService: Service, Sendable {
             for (entry, audit) in zip(held, audits) {
                 if !audit.userExists {
                     // Deleted while the feed was down: what the deletion's message would have made the node forget.
-                    index.unpinMasks(appId: entry.user.appId, target: entry.user.userId)
-                    index.forgetDelivered(appId: entry.user.appId, userId: entry.user.userId)
+                    index.forgetDeleted(appId: entry.user.appId, userId: entry.user.userId)
                 }
                 for (session, record) in zip(entry.sessions, audit.records) {
                     guard
