@@ -28,8 +28,7 @@ final class RedisPubSubHandler: ChannelInboundHandler {
     private var setupTimer: Scheduled<Void>?
     private let pingInterval: TimeAmount
     private var pingTimer: Scheduled<Void>?
-    /// When the subscriptions were sent, and the pings once they are confirmed.
-    private var subscribedAt: NIODeadline?
+    /// The pings, from the moment the subscriptions were sent (pinging starts once they are confirmed).
     private var pings: SubscriptionPings?
     private let wholeUntil: LockedValue<NIODeadline?>
 
@@ -58,7 +57,7 @@ final class RedisPubSubHandler: ChannelInboundHandler {
         }
         self.setupRepliesPending = self.setup.count
         RedisCommandEncoder.encode(["SUBSCRIBE"] + self.channels, into: &bytes)
-        self.subscribedAt = .now()
+        self.pings = SubscriptionPings(subscribedAt: .now())
         context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
         self.setupTimer = context.eventLoop.assumeIsolated().scheduleTask(in: self.setupTimeout) {
             self.setupTimer = nil
@@ -138,9 +137,8 @@ final class RedisPubSubHandler: ChannelInboundHandler {
                 self.setupTimer?.cancel()
                 self.setupTimer = nil
                 self.logger.debug("Subscribed to redis channels", metadata: ["channels": "\(self.channels)"])
-                let pings = SubscriptionPings(subscribedAt: self.subscribedAt ?? .now())
-                self.pings = pings
-                self.wholeUntil.withLock { $0 = pings.wholeUntil }
+                let whole = self.pings?.wholeUntil
+                self.wholeUntil.withLock { $0 = whole }
                 self.startPinging(context: context)
                 self.onEvent(.subscribed)
             }
