@@ -56,29 +56,29 @@ import Testing
         #expect(coalesced.components(separatedBy: #""version":"#).count == 3, "both versions are kept: \(coalesced)")
     }
 
-    /// A device never sees a user's version go back (SPEC §2): what waited for the opening frames and is older than
-    /// what they show of its user is dropped; what is as new or newer follows them.
+    /// A device never sees its own user's version go back (SPEC §2): what waited for the welcome and is older than its
+    /// own status is dropped; what is as new or newer, and any other user's, follows it.
     @Test func eventsOlderThanTheOpeningFramesAreDroppedFromTheBacklog() throws {
         var machine = Machine(nowMs: 0)
         _ = machine.deliver(try event("alice", version: 2), nowMs: 0)
-        _ = machine.deliver(try event("bob", version: 4), nowMs: 0)
-        _ = machine.deliver(try event("bob", version: 5), nowMs: 0)
-        let shown = [(ResumePoint.userKey("alice"), Int64(3)), (ResumePoint.userKey("bob"), Int64(5))]
-        guard case .writeAndFlush(let frames) = machine.attached(welcome: WebSocketWire.text("hello"), showing: shown, nowMs: 10) else {
+        _ = machine.deliver(try event("alice", version: 3), nowMs: 0)
+        _ = machine.deliver(try event("bob", version: 1), nowMs: 0)
+        let own = (userKey: ResumePoint.userKey("alice"), version: Int64(3))
+        guard case .writeAndFlush(let frames) = machine.attached(welcome: WebSocketWire.text("hello"), own: own, nowMs: 10) else {
             Issue.record("the welcome was not written")
             return
         }
         #expect(frames.count == 2)
         let coalesced = payload(frames[1])
-        #expect(!coalesced.contains(#""userId":"alice""#), "alice v2 is older than the welcome's v3: \(coalesced)")
-        #expect(coalesced.components(separatedBy: #""version":"#).count == 2, "only bob v5 follows: \(coalesced)")
+        #expect(!coalesced.contains(#""version":2"#), "alice v2 is older than the welcome's v3: \(coalesced)")
+        #expect(coalesced.components(separatedBy: #""version":"#).count == 3, "alice v3 and bob v1 follow: \(coalesced)")
     }
 
-    /// For a while after the opening frames an older event is not written (it was read or published before them and
-    /// reached the session after); past ``DeviceConnectionStateMachine/openingFloorMs`` the floors are gone.
+    /// For a while after the welcome an older event of its user is not written (it was read or published before it and
+    /// reached the session after); past ``DeviceConnectionStateMachine/openingFloorMs`` the floor is gone.
     @Test func eventsOlderThanTheOpeningFramesAreNotWrittenForAWhile() throws {
         var machine = Machine(nowMs: 0)
-        _ = machine.attached(welcome: WebSocketWire.text("hello"), showing: [(ResumePoint.userKey("bob"), 5)], nowMs: 1_000)
+        _ = machine.attached(welcome: WebSocketWire.text("hello"), own: (ResumePoint.userKey("bob"), 5), nowMs: 1_000)
         #expect(machine.deliver(try event("bob", version: 4), nowMs: 1_100) == .none)
         let same = try event("bob", version: 5)
         #expect(machine.deliver(same, nowMs: 1_200) == .write(same.frame))

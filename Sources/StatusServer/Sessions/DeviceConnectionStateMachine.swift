@@ -107,11 +107,11 @@ struct DeviceConnectionStateMachine {
     /// Statuses waiting for the socket to drain, oldest first.
     private var backlog: [(userKey: UInt64, version: Int64, status: ByteBuffer)] = []
     private var backlogBytes = 0
-    /// What the opening frames showed of each user (by ``ResumePoint/userKey(_:)``), until ``floorsUntilMs``; nil after.
-    private var floors: [UInt64: Int64]?
-    private var floorsUntilMs: Int64 = 0
-    /// How long after the opening frames an older event is held back: longer than an event read or published before
-    /// them takes to reach the session (a bus message's way through the node, a resynchronisation's read and delivery).
+    /// The welcome's own status (its user by ``ResumePoint/userKey(_:)``) until `untilMs`; nil after.
+    private var floor: (userKey: UInt64, version: Int64, untilMs: Int64)?
+    /// How long after the welcome an older event of its user is held back: longer than an event read or published
+    /// before it takes to reach the session (a bus message's way through the node, a resynchronisation's read and
+    /// delivery).
     static let openingFloorMs: Int64 = 2_000
     private var writable = true
     private var requestRunning = false
@@ -138,9 +138,8 @@ struct DeviceConnectionStateMachine {
     // MARK: - Events
 
     /// The upgrade is answered: write the welcome (the opening frames) and whatever arrived since the device was
-    /// admitted and is not older than what `shown` says they show (versions by ``ResumePoint/userKey(_:)``: the
-    /// welcome's own status).
-    mutating func attached(welcome: ByteBuffer, showing shown: [(userKey: UInt64, version: Int64)] = [], nowMs: Int64 = 0) -> Action {
+    /// admitted, less the events of its own user older than the welcome's status `own` (by ``ResumePoint/userKey(_:)``).
+    mutating func attached(welcome: ByteBuffer, own: (userKey: UInt64, version: Int64)? = nil, nowMs: Int64 = 0) -> Action {
         switch state {
         case .attaching:
             if ending != nil {
@@ -148,13 +147,10 @@ struct DeviceConnectionStateMachine {
                 return .closeAfterWriting([welcome] + farewell)
             }
             state = .open
-            if !shown.isEmpty {
-                var floors: [UInt64: Int64] = [:]
-                for status in shown { floors[status.userKey] = max(floors[status.userKey] ?? .min, status.version) }
-                backlog.removeAll { entry in floors[entry.userKey].map { entry.version < $0 } ?? false }
+            if let own {
+                backlog.removeAll { $0.userKey == own.userKey && $0.version < own.version }
                 backlogBytes = backlog.reduce(0) { $0 + $1.status.readableBytes }
-                self.floors = floors
-                floorsUntilMs = nowMs + Self.openingFloorMs
+                floor = (own.userKey, own.version, nowMs + Self.openingFloorMs)
             }
             return .writeAndFlush([welcome] + takeBacklog())
         case .open, .closing, .closed:
@@ -164,10 +160,10 @@ struct DeviceConnectionStateMachine {
 
     /// A status event for this device, at `nowMs` (the session's monotonic clock).
     mutating func deliver(_ event: StatusEvent, nowMs: Int64 = 0) -> Action {
-        if let floors {
-            if nowMs >= floorsUntilMs {
-                self.floors = nil
-            } else if let floor = floors[event.userKey], event.version < floor {
+        if let floor {
+            if nowMs >= floor.untilMs {
+                self.floor = nil
+            } else if event.userKey == floor.userKey, event.version < floor.version {
                 return .none
             }
         }

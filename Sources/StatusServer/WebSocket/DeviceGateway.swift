@@ -124,7 +124,7 @@ final class DeviceGateway: Sendable {
         var bytes: ByteBuffer
         var statuses: [(userKey: UInt64, version: Int64)] = []
         /// The welcome's own status: an event of the device's own user older than it is not written after it
-        /// (``DeviceConnectionStateMachine/attached(welcome:showing:nowMs:)``).
+        /// (``DeviceConnectionStateMachine/attached(welcome:own:nowMs:)``).
         var own: (userKey: UInt64, version: Int64)?
 
         mutating func append(_ frame: ByteBuffer, carrying statuses: [UserStatus]) {
@@ -353,8 +353,9 @@ final class DeviceGateway: Sendable {
             }
         }
         // The welcome's own status last: of a long snapshot, the ring of recent deliveries keeps the last ones.
-        frames.own = (ResumePoint.userKey(session.userId), connected.status.version)
-        frames.statuses.append(frames.own!)
+        let own = (userKey: ResumePoint.userKey(session.userId), version: connected.status.version)
+        frames.own = own
+        frames.statuses.append(own)
         return (session, frames)
     }
 
