@@ -172,10 +172,10 @@ import Testing
         #expect(index.hasMoved(StoredStatus(record: change("bob", version: 1).record), appId: "app").any)
     }
 
-    /// A user deleted while the node's feed was down is read at version 0 by the resynchronisation, where the node had
-    /// delivered a later version: that is news (the deletion). The resynchronisation then forgets what was delivered of
-    /// the user, as the deletion's message would have, and tells it; the successor's first change is not dropped as
-    /// older than the deleted user's last one.
+    /// A user deleted with their app while the node's feed was down is read at version 0 by the resynchronisation (the
+    /// app created again starts its users anew), where the node had delivered a later version: that is news (the
+    /// deletion). The resynchronisation then forgets what was delivered of the user, as the deletion's message would
+    /// have, and tells it; the successor's first change is not dropped as older than the deleted user's last one.
     @Test func aDeletionUnheardDuringAGapHasMoved() {
         let index = watcherOfBob()
         #expect(index.audience(of: change("bob", version: 5), config: premium).sessions.map(\.userId) == ["watcher"])
@@ -203,8 +203,8 @@ import Testing
     }
 
     /// A catch-up that read bob before his deletion and delivers after it was heard: the deleted bob's status reaches
-    /// nobody and leaves no version behind, so the bob created again under the id (from version 0) is heard from his
-    /// first change. Another target read by the same catch-up is still caught up.
+    /// nobody and leaves no version behind, so a bob created again under the id from version 0 (with a new app) is
+    /// heard from his first change. Another target read by the same catch-up is still caught up.
     @Test func aCatchUpReadBeforeADeletionLeavesNoVersionOfTheDeletedUser() {
         let index = FanoutIndex()
         index.add(session("watcher"))

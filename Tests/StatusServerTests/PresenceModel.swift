@@ -319,8 +319,10 @@ struct PresenceModel {
             }
         case .delete(let u):
             // Watchers are told as for a kick of every device (SPEC §10.3); then a user created again under the id is
-            // a new user: no relations, version 0.
-            world.users[u] = User()
+            // a new user, with no relations, who goes on from the deleted one's versions: the deletion moves each
+            // version the new user's view differs in (SPEC §10.5, versions never go back).
+            let kicked = applying(.kick(u, device: nil), to: world, options: options).users[u] ?? User()
+            world.users[u] = changing(kicked) { user in user = User(version: user.version, publicVersion: user.publicVersion) }
             world.subscriptions = world.subscriptions.filter { !$0.contains(u) }
             world.friendships = world.friendships.filter { !$0.contains(u) }
             world.blocks = world.blocks.filter { !$0.contains(u) }

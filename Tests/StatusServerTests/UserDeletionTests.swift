@@ -140,9 +140,10 @@ extension UserDeletionTests {
         }
     }
 
-    /// A user created again under a deleted one's id starts from version 0: a watcher hears their changes at once, not
-    /// only once their version passes the deleted user's (which the node had delivered, and took newer ones for stale).
-    @Test func aUserCreatedAgainIsHeardFromTheirFirstChange() async throws {
+    /// A user created again under a deleted one's id goes on from the deleted one's versions (SPEC §10.5: versions never
+    /// go back for any viewer): the deletion is a change, and the new user's changes are newer than anything a watcher
+    /// heard of the deleted one, so neither the node nor a client that drops stale events (SPEC §2) drops them.
+    @Test func aUserCreatedAgainGoesOnFromTheDeletedOnesVersions() async throws {
         try await withStatusd(.live) { api in
             let app = try await api.createApp(config: premiumConfig)
             try await app.createUsers(["alice", "bob"])
@@ -152,12 +153,48 @@ extension UserDeletionTests {
                 _ = try await watcher.next { $0["statuses"][0]["customStatus"] == "four" }
                 #expect(try await app.call(.delete, "/users/alice").status == 204)
                 try await app.createUsers(["alice"])
+                // The new alice: nothing of the deleted one but the versions, moved by the deletion.
+                let fresh = try await app.ownStatus("alice")
+                #expect(fresh["statusType"] == "unlogined" && !fresh.has("customStatus") && fresh["version"].int == 5)
+                let seen = expectOK(try await app.query("bob", ["alice"]))
+                #expect(seen["statuses"][0]["version"].int == 5 && !seen["statuses"][0].has("customStatus"))
                 let status = expectOK(try await app.setStatus("alice", "anew"))
-                #expect(status["version"].int == 1)
+                #expect(status["version"].int == 6)
                 let heard = try await watcher.next { $0["statuses"][0]["userId"] == "alice" && $0["statuses"][0]["customStatus"] == "anew" }
-                #expect(heard["statuses"][0]["version"].int == 1)
+                #expect(heard["statuses"][0]["version"].int == 6)
             }
         }
+    }
+
+    /// A deletion moves only the versions whose view it changes: a user who never logged in nor set anything is created
+    /// again at version 0; one deleted while already `unlogined` with nothing set keeps their version. A deletion run
+    /// again after an interrupted one keeps what the first kept.
+    @Test func aDeletionMovesTheVersionsOfTheViewsItChanges() async throws {
+        let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "user-deletion-test"))
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice", "carol"])
+            #expect(try await app.call(.delete, "/users/carol").status == 204)
+            try await app.createUsers(["carol"])
+            #expect(try await app.ownStatus("carol")["version"].int == 0)
+
+            expectOK(try await app.setStatus("alice", "here"))
+            expectOK(try await app.setStatus("alice", nil))
+            #expect(try await app.ownStatus("alice")["version"].int == 2)
+            #expect(try await app.call(.delete, "/users/alice").status == 204)
+            try await app.createUsers(["alice"])
+            #expect(try await app.ownStatus("alice")["version"].int == 2)
+
+            expectOK(try await app.setStatus("alice", "again"))
+            #expect(try await app.call(.delete, "/users/alice").status == 204)
+            // As if the first deletion had stopped after the status hash: a key of the user is left, and the next
+            // DELETE finishes it without a status hash to read.
+            _ = try await redis.send("SADD", RedisKeys(appId: app.appId).user("alice").friends, "carol")
+            #expect(try await app.call(.delete, "/users/alice").status == 204)
+            try await app.createUsers(["alice"])
+            #expect(try await app.ownStatus("alice")["version"].int == 4)
+        }
+        await redis.close()
     }
 
     /// A deletion that stopped after its first step (the profile gone, Redis failing the request midway) is finished

@@ -236,9 +236,10 @@ final class FanoutIndex: Sendable {
         forgetDelivered(appId: appId, userId: userId)
     }
 
-    /// Forgets what this node delivered of a deleted user (of every user of a deleted app, for a nil `userId`): a user
-    /// created again under the id starts anew from version 0, and their changes must not be dropped as stale ones of
-    /// the user who was deleted.
+    /// Forgets what this node delivered of a deleted user (of every user of a deleted app, for a nil `userId`): the
+    /// users of an app created again under the id start anew from version 0, and their changes must not be dropped as
+    /// stale ones of the users who were deleted. (A user deleted alone leaves their versions to a user created again,
+    /// `status_retire.lua`; they are forgotten the same way, which costs nothing: the successor's are newer.)
     func forgetDelivered(appId: String, userId: String?) {
         state.withLock { state in
             state.forgetCount += 1
@@ -299,9 +300,9 @@ final class FanoutIndex: Sendable {
     /// its public version (to others), or nothing was delivered of it yet. `public` says whether the public version did.
     /// A status at version 0 of a user nothing was delivered of never changed (the user never logged in): nothing of it
     /// can have been missed, and a resynchronisation that read it just before the user's first connect must not tell it
-    /// after that connect's change. Of a user something was delivered of, it is a deletion this node did not hear (its
-    /// message came during the gap): it is told, and the successor's changes that follow are not taken for stale ones
-    /// of the user who was deleted.
+    /// after that connect's change. Of a user something was delivered of, it is a deletion this node did not hear (of
+    /// the user's app, whose message came during the gap): it is told, and the successor's changes that follow are not
+    /// taken for stale ones of the user who was deleted.
     func hasMoved(_ stored: StoredStatus, appId: String) -> (any: Bool, public: Bool) {
         state.withLock { state in
             let key = AppUser(appId: appId, userId: stored.status.userId)
@@ -428,7 +429,7 @@ final class FanoutIndex: Sendable {
     /// rather than a loss).
     /// `readAt`: what ``beginCatchUp()`` answered before the status was read. A target forgotten since (deleted, with
     /// its app or alone) gets nothing: what was read may be the deleted user's, and recording its public version would
-    /// drop the changes of a user created again under the id (from version 0) as stale ones.
+    /// drop the changes of a user created again under the id (from version 0, with a new app) as stale ones.
     func catchUpAudience(
         of change: StatusChange,
         config: AppConfig,

@@ -25,8 +25,8 @@ struct BusPublisher: Sendable {
             return [["SPUBLISH", BusChannels.user(appId, userId), try JSONCoding.string(message)]]
         case .deleted(let appId, .some(let userId)):
             // On the app slot channel too (the same slot): a node hearing the user through an app-wide scope only must
-            // forget what it delivered of them, or it would take the changes of a user created again under the id
-            // (from version 0) for stale ones.
+            // forget what it delivered of them, as it forgets a deleted app's users (whose successors start from
+            // version 0).
             let text = try JSONCoding.string(message)
             return [["SPUBLISH", BusChannels.user(appId, userId), text], ["SPUBLISH", BusChannels.appSlot(appId, ofUser: userId), text]]
         case .statusChanged(let change):

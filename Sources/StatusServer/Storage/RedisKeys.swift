@@ -98,6 +98,9 @@ struct UserKeys: Sendable {
 
     var profile: String { "st:\(tag):profile" }
     var status: String { "st:\(tag):status" }
+    /// A deleted user's versions (SPEC §10.5: versions never go back, across a deletion), from which a user created again
+    /// under the id starts (`status_retire.lua`, `profile_put.lua`). Not among ``all``: it is what outlives the user.
+    var retiredVersions: String { "st:\(tag):retired" }
     var devices: String { "st:\(tag):devices" }
     var subscriptions: String { "st:\(tag):subs" }
     var friends: String { "st:\(tag):friends" }

@@ -99,7 +99,7 @@ struct UserDirectory: Sendable {
         _ = try await redis.send("DEL", RedisKeys(appId: appId).user(userId).profile)
     }
 
-    /// Deletes the user's keys, removes them from the others' relationship sets, removes every other user's
+    /// Deletes the user's keys (their versions kept, ``StatusRetire``), removes them from the others' relationship sets, removes every other user's
     /// subscription to them (found through the reverse index ``UserKeys/subscribers``, SPEC §7), and removes them from
     /// the app's indexes. Returns the user's friends, the users on either side of a block and their subscribers, whose
     /// nodes must forget the user.
@@ -115,6 +115,8 @@ struct UserDirectory: Sendable {
         let blockedBy = replies[2].array?.compactMap(\.string) ?? []
         let subscribers = Array(Set((replies[3].array ?? []) + (replies[5].array ?? [])).compactMap(\.string))
         let targets = replies[4].array?.compactMap(\.string) ?? []
+        // The status hash goes with its versions kept, for a user created again under the id (SPEC §10.5).
+        _ = try await ScriptRunner(redis: redis, scripts: scripts).run(StatusRetire.self, keys: .init(user: user), arguments: .init())
         _ = try await redis.send(["DEL"] + user.all)
         var commands: [[String]] = [["ZREM", keys.users, userId], ["ZREM", keys.online, userId], ["HDEL", keys.onlineVersions, userId]]
         commands += friends.map { ["SREM", keys.user($0).friends, userId] }

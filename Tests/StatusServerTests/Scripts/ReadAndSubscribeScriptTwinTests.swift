@@ -106,6 +106,17 @@ import Testing
         expectMalformed("profile_put.lua") { _ = try ProfilePut.Reply(Canned.array([Canned.int(1), Canned.text("1"), Canned.text("2")])) }
         let arguments = ProfilePut.Arguments(nowMs: 5, generation: "g", fields: [("name", "Ann"), ("role", "admin")])
         #expect(arguments.strings == ["5", "g", "name", "Ann", "role", "admin"])
+        let user = RedisKeys(appId: "app").user("ann")
+        #expect(try ProfilePut.Keys(user: user).strings == [user.profile, user.status, user.devices, user.retiredVersions])
+    }
+
+    @Test func statusRetire() throws {
+        #expect(try StatusRetire.Reply(Canned.array([Canned.text("5"), Canned.text("3")])) == .init(version: 5, publicVersion: 3))
+        expectMalformed("status_retire.lua") { _ = try StatusRetire.Reply(Canned.array([Canned.text("5")])) }
+        expectMalformed("status_retire.lua") { _ = try StatusRetire.Reply(Canned.array([Canned.text("5"), Canned.text("x")])) }
+        let user = RedisKeys(appId: "app").user("ann")
+        #expect(try StatusRetire.Keys(user: user).strings == [user.status, user.retiredVersions])
+        #expect(!user.all.contains(user.retiredVersions))
     }
 }
 

@@ -37,7 +37,7 @@ import Testing
             Unsubscribe.self, QueryRateLimit.self, AppCreate.self, AppConfigUpdate.self, ProfilePut.self, AppDeleteMark.self,
             AppDeleteClaim.self, AppDeleteFinish.self, WebhookEnqueue.self, WebhookTakeScript.self, WebhookSettle.self,
             WebhookRetry.self, WebhookIndexAdd.self, WebhookIndexRemove.self, DueTake.self, DueDone.self, DueAppMark.self,
-            DueAppsTake.self, DueAppSettle.self, BlockSide.self,
+            DueAppsTake.self, DueAppSettle.self, BlockSide.self, StatusRetire.self,
         ]
         #expect(Set(twins.map { $0.script(in: library).name }) == Set(library.all.map(\.name)))
         #expect(twins.count == library.all.count)

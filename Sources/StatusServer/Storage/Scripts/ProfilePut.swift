@@ -5,10 +5,10 @@ import RedisClient
 enum ProfilePut: StatusScript {
     static func script(in library: ScriptLibrary) -> RedisScript { library.profilePut }
 
-    /// KEYS: profile, status, devices.
+    /// KEYS: profile, status, devices, the versions a deleted user left (``UserKeys/retiredVersions``).
     struct Keys: ScriptInput {
         var user: UserKeys
-        var strings: [String] { [user.profile, user.status, user.devices] }
+        var strings: [String] { [user.profile, user.status, user.devices, user.retiredVersions] }
     }
 
     /// ARGV: now ms, new generation (used only when the user is created), then field/value pairs.

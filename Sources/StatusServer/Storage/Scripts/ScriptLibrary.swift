@@ -41,6 +41,7 @@ final class ScriptLibrary: Sendable {
     let dueAppsTake: RedisScript
     let dueAppSettle: RedisScript
     let blockSide: RedisScript
+    let statusRetire: RedisScript
 
     /// Every script, for `SCRIPT LOAD` at start.
     var all: [RedisScript] {
@@ -50,7 +51,7 @@ final class ScriptLibrary: Sendable {
             appCreate, appConfigUpdate, profilePut, appDeleteMark, appDeleteClaim, appDeleteFinish,
             statusReadCopy, userActivity, webhookEnqueue, webhookTake, webhookSettle, webhookRetry, webhookIndexAdd,
             webhookIndexRemove, customStatusExpire, dueTake, dueDone, graceEnd, dueAppMark, dueAppsTake, dueAppSettle,
-            blockSide,
+            blockSide, statusRetire,
         ]
     }
 
@@ -97,6 +98,7 @@ final class ScriptLibrary: Sendable {
         dueAppsTake = try script("due_apps_take")
         dueAppSettle = try script("due_app_settle")
         blockSide = try script("block_side")
+        statusRetire = try script("status_retire")
     }
 
     /// A script's source, embedded in the binary (``EmbeddedResources``).

@@ -1,0 +1,35 @@
+-- SPEC §10.5 "versions never go backwards for any viewer", across a deletion (SPEC §7 `DELETE /users/{userId}`): the
+-- deletion removes the user's status hash and keeps its two versions in a key of their own, from which a user created
+-- again under the id starts (profile_put.lua). A watcher, or a client that drops what is older than what it holds
+-- (SPEC §2), then hears the new user's changes at once, never as older than the deleted user's last one.
+-- The deletion is a change like any other: the new user is `unlogined` with no custom status, available; `version`
+-- moves by 1 when the deleted user's own view was anything else, and the public version when what the public saw was
+-- (lastActiveAt, which moves no version, left aside). A deletion run again after one interrupted keeps the versions
+-- already kept.
+-- KEYS: status, the kept versions (UserKeys.retiredVersions)
+-- ARGV: none
+-- Reply: {version, public version} kept ('0' each for a user who never changed).
+local s = read_with_copy(KEYS[1])
+local kept = redis.call('HMGET', KEYS[2], 'v', 'pv')
+local version = tonumber(s[V] or '0')
+local public_version = tonumber(s[PV] or s[V] or '0')
+if s[V] then
+    if (s[T] or 'unlogined') ~= 'unlogined' or s[CS] or (s[AV] or 'available') ~= 'available' or s[CE] then
+        version = version + 1
+    end
+    local seen = public_of(s)
+    seen[3] = false
+    seen[8] = false
+    if public_key(seen) ~= 'unlogined|||' then
+        public_version = public_version + 1
+    end
+end
+version = math.max(version, tonumber(kept[1] or '0'))
+public_version = math.max(public_version, tonumber(kept[2] or '0'))
+local version_text = string.format('%d', version)
+local public_text = string.format('%d', public_version)
+redis.call('DEL', KEYS[1])
+if version > 0 or public_version > 0 then
+    redis.call('HSET', KEYS[2], 'v', version_text, 'pv', public_text)
+end
+return { version_text, public_text }
