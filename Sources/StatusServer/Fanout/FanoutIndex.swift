@@ -312,6 +312,11 @@ final class FanoutIndex: Sendable {
         }
     }
 
+    /// The users among `userIds` of whom this node delivered a status (and has not forgotten it since).
+    func delivered(appId: String, among userIds: some Sequence<String>) -> [String] {
+        state.withLock { state in userIds.filter { state.versions[AppUser(appId: appId, userId: $0)] != nil } }
+    }
+
     /// The local users of `appId` among `userIds` (whose relations must be reloaded).
     func localUsers(appId: String, among userIds: [String]) -> [AppUser] {
         state.withLock { state in

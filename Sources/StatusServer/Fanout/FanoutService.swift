@@ -456,9 +456,15 @@ final class FanoutService: Service, Sendable {
         for (appId, targets) in watched {
             guard let config = try? await self.apps.find(appId)?.config else { continue }
             for chunk in targets.chunks(of: Self.resyncChunk) {
-                let statuses: [String: StoredStatus]
+                var statuses: [String: StoredStatus]
+                var deleted: [String] = []
                 do {
                     statuses = try await self.statuses.stored(appId: appId, userIds: Array(chunk))
+                    // Users not found that this node told of: deleted during the gap, their departure lost with it.
+                    // They are told as a user created again would start (`unlogined` at the versions the deletion
+                    // kept), so that no device keeps showing a deleted user as they last heard.
+                    deleted = index.delivered(appId: appId, among: chunk.lazy.filter { statuses[$0] == nil })
+                    if !deleted.isEmpty { statuses.merge(try await self.statuses.retired(appId: appId, userIds: deleted)) { read, _ in read } }
                 } catch {
                     logger.debug("resynchronisation read failed", metadata: ["error": "\(error)"])
                     return false
@@ -467,7 +473,7 @@ final class FanoutService: Service, Sendable {
                 for stored in statuses.values {
                     let moved = index.hasMoved(stored, appId: appId)
                     guard moved.any else { continue }
-                    if stored.status.version == 0 {
+                    if stored.status.version == 0 || deleted.contains(stored.status.userId) {
                         // A deletion this node did not hear (its message came during the gap): forgotten as the message
                         // would have made it, so that this status and the successor's changes are not taken for stale.
                         index.forgetDeleted(appId: appId, userId: stored.status.userId)

@@ -60,6 +60,33 @@ struct StatusRepository: Sendable {
         return try await completed(Self.stored(userIds: userIds, friends: friends, viewer: viewer, from: replies[...]), appId: appId)
     }
 
+    /// What deleted users left (SPEC §10.5, `status_retire.lua`), each as a user created again under the id would
+    /// start: `unlogined` at the kept versions, with no role; a user of whom nothing is kept (created again meanwhile,
+    /// or never changed) is left out. One `HMGET` each in one round trip.
+    func retired(appId: String, userIds: [String]) async throws -> [String: StoredStatus] {
+        let keys = RedisKeys(appId: appId)
+        let replies = try await redis.pipeline(userIds.map { ["HMGET", keys.user($0).retiredVersions, "v", "pv"] })
+        var retired: [String: StoredStatus] = [:]
+        for (userId, reply) in zip(userIds, replies) {
+            if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
+            guard let fields = reply.array, fields.count == 2, let version = fields[0].int else { continue }
+            let fresh = StatusFields(
+                type: .unlogined,
+                custom: nil,
+                lastActive: nil,
+                version: version,
+                privacy: nil,
+                availability: nil,
+                publicVersion: fields[1].int,
+                hiddenType: nil,
+                hiddenLastActive: nil,
+                expiresAt: nil
+            )
+            retired[userId] = StoredStatus(record: fresh.record(userId: userId, devices: []), role: nil, versionTime: nil, publicVersionTime: nil, viewerIsFriend: nil)
+        }
+        return retired
+    }
+
     /// Each user's current public version (SPEC §10.5: what others are shown; their `version` when they have none yet,
     /// 0 for a user with neither), one `HMGET` each in one round trip: where a relationship change starts from
     /// (``BusMessage/relationsChanged(appId:userIds:since:)``).
