@@ -82,7 +82,8 @@ struct StatusRepository: Sendable {
                 hiddenLastActive: nil,
                 expiresAt: nil
             )
-            retired[userId] = StoredStatus(record: fresh.record(userId: userId, devices: []), role: nil, versionTime: nil, publicVersionTime: nil, viewerIsFriend: nil)
+            let record = fresh.record(userId: userId, devices: [])
+            retired[userId] = StoredStatus(record: record, role: nil, versionTime: nil, publicVersionTime: nil, viewerIsFriend: nil)
         }
         return retired
     }
