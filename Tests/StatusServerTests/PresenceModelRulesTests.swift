@@ -104,13 +104,28 @@ import Testing
         #expect(model.world.view(of: "alice", by: "bob") == Model.View(statusType: .offline, version: online.version + 1, expires: false))
     }
 
+    /// Without relations, and from the deleted user's versions: the kick (online v1 → unlogined v2), then nothing more,
+    /// the new user's view being the kicked one's.
     @Test func aDeletedUserComesBackAsANewOneWithoutRelations() {
         var model = model()
         model.apply(.subscribe("bob", "alice"))
         model.apply(.block("alice", "mallory"))
         model.apply(.connect("alice", device: "d0"))
         model.apply(.delete("alice"))
-        #expect(model.world.view(of: "alice", by: "bob") == Model.View(statusType: .unlogined, version: 0, expires: false))
+        #expect(model.world.view(of: "alice", by: "bob") == Model.View(statusType: .unlogined, version: 2, expires: false))
         #expect(model.world.subscriptions.isEmpty && model.world.blocks.isEmpty && model.world.blockVersions.isEmpty)
+    }
+
+    /// A deletion moves each version whose view it changes: alice, unlogined and away, comes back available. Her own
+    /// view changed (v1 → v2); what others saw did not (no availability is shown while not online), nor its version.
+    @Test func aDeletionMovesTheVersionsOfTheViewsItChanges() {
+        var model = model()
+        model.apply(.setAvailability("alice", "away"))
+        let own = model.world.view(of: "alice", by: nil)
+        let seen = model.world.view(of: "alice", by: "bob")
+        model.apply(.delete("alice"))
+        let fresh = model.world.view(of: "alice", by: nil)
+        #expect(fresh.version == own.version + 1 && fresh.availability == "available")
+        #expect(model.world.view(of: "alice", by: "bob") == seen)
     }
 }
