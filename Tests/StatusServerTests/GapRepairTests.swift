@@ -76,14 +76,16 @@ import Testing
     /// The same for a deletion: alice, online, deleted while the feed is down, and not created again. The departure
     /// published by the deletion is lost with the feed, and the resynchronisation finds nobody to read; having told the
     /// device of alice, the node tells it of her as a user created again would start (`unlogined`, at the versions the
-    /// deletion kept, past the last it heard), rather than leave her shown online.
-    @Test func aDeviceOfScopeAllIsToldOfADeletionMadeDuringABusGap() async throws {
+    /// deletion kept, past the last it heard), rather than leave her shown online; a `roles:` scope too (the deletion
+    /// kept her role).
+    @Test(arguments: ["all", "roles:member"]) func anAppWideDeviceIsToldOfADeletionMadeDuringABusGap(presence: String) async throws {
         let nodeId = BusFault.nodeId("gap-deleted")
         try await withStatusd(.live, configure: BusFault.naming(nodeId)) { api in
             let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true])
             try await app.createUsers(["alice", "bob"])
+            _ = expectOK(try await app.call(.put, "/users/alice", ["role": "member"]))
             try await withRunningClient(try TestRedis.configuration, "fault") { redis in
-                try await app.withDevice(port: api.client.port!, userId: "bob", DeviceOptions(deviceId: "b1", presence: "all")) { watcher, _ in
+                try await app.withDevice(port: api.client.port!, userId: "bob", DeviceOptions(deviceId: "b1", presence: presence)) { watcher, _ in
                     _ = expectOK(try await app.login("alice", "a1"))
                     let online = try await watcher.nextStatus(of: "alice")
                     #expect(online["statusType"] == "online")

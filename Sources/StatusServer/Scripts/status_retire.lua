@@ -5,7 +5,8 @@
 -- The deletion is a change like any other: the new user is `unlogined` with no custom status, available; `version`
 -- moves by 1 when the deleted user's own view was anything else, and the public version when what the public saw was
 -- (lastActiveAt, which moves no version, left aside). A deletion run again after one interrupted keeps the versions
--- already kept.
+-- already kept. The role the user had is kept beside them: a node that missed the deletion's departure during a bus
+-- gap tells `roles:` scopes of the deleted user as the departure would have (FanoutService, StatusRepository.retired).
 -- KEYS: status, the kept versions (UserKeys.retiredVersions)
 -- ARGV: none
 -- Reply: {version, public version} kept ('0' each for a user who never changed).
@@ -31,5 +32,8 @@ local public_text = string.format('%d', public_version)
 redis.call('DEL', KEYS[1])
 if version > 0 or public_version > 0 then
     redis.call('HSET', KEYS[2], 'v', version_text, 'pv', public_text)
+    if s[PR] and s[PR] ~= '' then
+        redis.call('HSET', KEYS[2], 'r', s[PR])
+    end
 end
 return { version_text, public_text }

@@ -61,15 +61,15 @@ struct StatusRepository: Sendable {
     }
 
     /// What deleted users left (SPEC §10.5, `status_retire.lua`), each as a user created again under the id would
-    /// start: `unlogined` at the kept versions, with no role; a user of whom nothing is kept (created again meanwhile,
-    /// or never changed) is left out. One `HMGET` each in one round trip.
+    /// start: `unlogined` at the kept versions, with the role the deleted user had; a user of whom nothing is kept
+    /// (created again meanwhile, or never changed) is left out. One `HMGET` each in one round trip.
     func retired(appId: String, userIds: [String]) async throws -> [String: StoredStatus] {
         let keys = RedisKeys(appId: appId)
-        let replies = try await redis.pipeline(userIds.map { ["HMGET", keys.user($0).retiredVersions, "v", "pv"] })
+        let replies = try await redis.pipeline(userIds.map { ["HMGET", keys.user($0).retiredVersions, "v", "pv", "r"] })
         var retired: [String: StoredStatus] = [:]
         for (userId, reply) in zip(userIds, replies) {
             if case .error(let message) = reply { throw RedisClientError(kind: .server, message: message) }
-            guard let fields = reply.array, fields.count == 2, let version = fields[0].int else { continue }
+            guard let fields = reply.array, fields.count == 3, let version = fields[0].int else { continue }
             let fresh = StatusFields(
                 type: .unlogined,
                 custom: nil,
@@ -83,7 +83,7 @@ struct StatusRepository: Sendable {
                 expiresAt: nil
             )
             let record = fresh.record(userId: userId, devices: [])
-            retired[userId] = StoredStatus(record: record, role: nil, versionTime: nil, publicVersionTime: nil, viewerIsFriend: nil)
+            retired[userId] = StoredStatus(record: record, role: fields[2].string, versionTime: nil, publicVersionTime: nil, viewerIsFriend: nil)
         }
         return retired
     }
