@@ -22,9 +22,8 @@ import Testing
 /// - never backwards: the versions one device is shown of one user never decrease, across a deletion too (a user
 ///   created again goes on from the deleted one's versions).
 ///
-/// The seed is printed (`STATUSD_MODEL_SEED` replays it); `STATUSD_MODEL_SECONDS` bounds the run (default 6 s);
-/// `STATUSD_MODEL_INVISIBLE_GRACE=0` leaves out SPEC §10.5's invisibility with a grace (invisible at once instead);
-/// A resume must list users the device started hearing about while away (`STATUSD_MODEL_RESUME_NEW_RELATIONS=0` does not
+/// The seed is printed (`STATUSD_MODEL_SEED` replays it); `STATUSD_MODEL_SECONDS` bounds the run (default 6 s).
+/// The app has an offline grace, so becoming invisible takes it too (SPEC §10.5). A resume must list users the device started hearing about while away (`STATUSD_MODEL_RESUME_NEW_RELATIONS=0` does not
 /// ask for them).
 @Suite(.redis) struct PresenceModelTests {
     @Test func randomInterleavingsMatchTheModel() async throws {
@@ -46,7 +45,7 @@ import Testing
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["STATUSD_MODEL_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...999_999)
         let seconds = environment["STATUSD_MODEL_SECONDS"].flatMap(Int.init) ?? 6
-        let options = PresenceModel.Options(graced: true, invisibleGrace: environment["STATUSD_MODEL_INVISIBLE_GRACE"] != "0")
+        let options = PresenceModel.Options(graced: true, invisibleGrace: true)
         let name = busGaps ? "PresenceModelTests (bus gaps)" : "PresenceModelTests"
         print("\(name): seed \(seed), \(seconds) s (STATUSD_MODEL_SEED=\(seed) replays it)")
         let config: JSONValue = [
