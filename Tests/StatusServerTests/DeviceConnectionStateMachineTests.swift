@@ -56,30 +56,36 @@ import Testing
         #expect(coalesced.components(separatedBy: #""version":"#).count == 3, "both versions are kept: \(coalesced)")
     }
 
-    /// A device never sees its own user's version go back (SPEC §2): what waited for the welcome and is older than its
-    /// own status is dropped; what is as new or newer, and any other user's, follows it.
+    /// A device never sees a version go back (SPEC §2, §10.5): what waited for the welcome and is older than what the
+    /// opening frames showed of its user (the welcome's own status, alice v3; a snapshot's, bob v2) is dropped; what is
+    /// as new or newer, and any user's they did not show, follows them.
     @Test func eventsOlderThanTheOpeningFramesAreDroppedFromTheBacklog() throws {
         var machine = Machine(nowMs: 0)
         _ = machine.deliver(try event("alice", version: 2), nowMs: 0)
         _ = machine.deliver(try event("alice", version: 3), nowMs: 0)
         _ = machine.deliver(try event("bob", version: 1), nowMs: 0)
-        let own = (userKey: ResumePoint.userKey("alice"), version: Int64(3))
-        guard case .writeAndFlush(let frames) = machine.attached(welcome: WebSocketWire.text("hello"), own: own, nowMs: 10) else {
+        _ = machine.deliver(try event("carol", version: 1), nowMs: 0)
+        let shown = [(userKey: ResumePoint.userKey("bob"), version: Int64(2)), (ResumePoint.userKey("alice"), 3)]
+        guard case .writeAndFlush(let frames) = machine.attached(welcome: WebSocketWire.text("hello"), shown: shown, nowMs: 10) else {
             Issue.record("the welcome was not written")
             return
         }
         #expect(frames.count == 2)
         let coalesced = payload(frames[1])
         #expect(!coalesced.contains(#""version":2"#), "alice v2 is older than the welcome's v3: \(coalesced)")
-        #expect(coalesced.components(separatedBy: #""version":"#).count == 3, "alice v3 and bob v1 follow: \(coalesced)")
+        #expect(!coalesced.contains(#""userId":"bob""#), "bob v1 is older than the snapshot's v2: \(coalesced)")
+        #expect(coalesced.components(separatedBy: #""version":"#).count == 3, "alice v3 and carol v1 follow: \(coalesced)")
     }
 
-    /// For a while after the welcome an older event of its user is not written (it was read or published before it and
-    /// reached the session after); past ``DeviceConnectionStateMachine/openingFloorMs`` the floor is gone.
+    /// For a while after the welcome an older event of a user the opening frames showed is not written (it was read or
+    /// published before them and reached the session after); past ``DeviceConnectionStateMachine/openingFloorMs`` the
+    /// floors are gone.
     @Test func eventsOlderThanTheOpeningFramesAreNotWrittenForAWhile() throws {
         var machine = Machine(nowMs: 0)
-        _ = machine.attached(welcome: WebSocketWire.text("hello"), own: (ResumePoint.userKey("bob"), 5), nowMs: 1_000)
+        let shown = [(userKey: ResumePoint.userKey("bob"), version: Int64(5)), (ResumePoint.userKey("dave"), 7)]
+        _ = machine.attached(welcome: WebSocketWire.text("hello"), shown: shown, nowMs: 1_000)
         #expect(machine.deliver(try event("bob", version: 4), nowMs: 1_100) == .none)
+        #expect(machine.deliver(try event("dave", version: 6), nowMs: 1_150) == .none)
         let same = try event("bob", version: 5)
         #expect(machine.deliver(same, nowMs: 1_200) == .write(same.frame))
         let other = try event("carol", version: 1)

@@ -16,10 +16,13 @@ import StatusCore
 /// - every ending writes at most a few final frames and then closes the TCP connection: once those are written, or
 ///   after ``Limits/closeGraceMs`` whatever the peer does (the handler arms that deadline);
 /// - the departure is filed exactly once, when the channel has closed, with the first reason the session ended for;
-/// - a device never sees its own user's version go back (SPEC §2): for ``openingFloorMs`` after the welcome, an event
-///   of its user older than the welcome's status is not written, nor is one of the backlog waiting for the welcome.
-///   Such an event was read or published before the connect's own change, and reached the session after the welcome:
-///   a node's resynchronisation after a bus gap reads statuses while devices connect.
+/// - a device never sees a version go back (SPEC §2, §10.5) across its opening frames: for ``openingFloorMs`` after the
+///   welcome, an event of a user older than the status the opening frames showed of them (the welcome's own, a
+///   resume's, a snapshot's) is not written, nor is one of the backlog waiting for the welcome. Such an event was read
+///   or published before the frames were read, and reached the session after them: a node's resynchronisation after a
+///   bus gap reads statuses while devices connect, and a change published just before a snapshot's read can be taken
+///   off the bus just after it. (A user deleted and created again goes on from the deleted one's versions, so a floor
+///   never holds back a successor's changes.)
 struct DeviceConnectionStateMachine {
     /// Bounds of one connection.
     struct Limits: Sendable, Equatable {
@@ -107,9 +110,11 @@ struct DeviceConnectionStateMachine {
     /// Statuses waiting for the socket to drain, oldest first.
     private var backlog: [(userKey: UInt64, version: Int64, status: ByteBuffer)] = []
     private var backlogBytes = 0
-    /// The welcome's own status (its user by ``ResumePoint/userKey(_:)``) until `untilMs`; nil after.
-    private var floor: (userKey: UInt64, version: Int64, untilMs: Int64)?
-    /// How long after the welcome an older event of its user is held back: longer than an event read or published
+    /// The versions the opening frames showed, by user (``ResumePoint/userKey(_:)``), until `floorsUntilMs`; empty
+    /// after.
+    private var floors: [UInt64: Int64] = [:]
+    private var floorsUntilMs: Int64 = 0
+    /// How long after the welcome an older event of a user it showed is held back: longer than an event read or published
     /// before it takes to reach the session (a bus message's way through the node, a resynchronisation's read and
     /// delivery).
     static let openingFloorMs: Int64 = 2_000
@@ -138,8 +143,9 @@ struct DeviceConnectionStateMachine {
     // MARK: - Events
 
     /// The upgrade is answered: write the welcome (the opening frames) and whatever arrived since the device was
-    /// admitted, less the events of its own user older than the welcome's status `own` (by ``ResumePoint/userKey(_:)``).
-    mutating func attached(welcome: ByteBuffer, own: (userKey: UInt64, version: Int64)? = nil, nowMs: Int64 = 0) -> Action {
+    /// admitted, less the events older than what the opening frames showed of their user (`shown`, by
+    /// ``ResumePoint/userKey(_:)``).
+    mutating func attached(welcome: ByteBuffer, shown: [(userKey: UInt64, version: Int64)] = [], nowMs: Int64 = 0) -> Action {
         switch state {
         case .attaching:
             if ending != nil {
@@ -147,10 +153,11 @@ struct DeviceConnectionStateMachine {
                 return .closeAfterWriting([welcome] + farewell)
             }
             state = .open
-            if let own {
-                backlog.removeAll { $0.userKey == own.userKey && $0.version < own.version }
+            if !shown.isEmpty {
+                floors = Dictionary(shown, uniquingKeysWith: max)
+                floorsUntilMs = nowMs + Self.openingFloorMs
+                backlog.removeAll { $0.version < floors[$0.userKey, default: .min] }
                 backlogBytes = backlog.reduce(0) { $0 + $1.status.readableBytes }
-                floor = (own.userKey, own.version, nowMs + Self.openingFloorMs)
             }
             return .writeAndFlush([welcome] + takeBacklog())
         case .open, .closing, .closed:
@@ -160,10 +167,10 @@ struct DeviceConnectionStateMachine {
 
     /// A status event for this device, at `nowMs` (the session's monotonic clock).
     mutating func deliver(_ event: StatusEvent, nowMs: Int64 = 0) -> Action {
-        if let floor {
-            if nowMs >= floor.untilMs {
-                self.floor = nil
-            } else if event.userKey == floor.userKey, event.version < floor.version {
+        if !floors.isEmpty {
+            if nowMs >= floorsUntilMs {
+                floors = [:]
+            } else if event.version < floors[event.userKey, default: .min] {
                 return .none
             }
         }

@@ -84,7 +84,7 @@ final class DeviceChannelHandler: ChannelDuplexHandler {
             self.welcome = nil
             let now = clock.monotonicMs
             for status in welcome.statuses { delivered.record(user: status.userKey, version: status.version, atMs: now) }
-            perform(machine.attached(welcome: welcome.bytes, own: welcome.own, nowMs: now))
+            perform(machine.attached(welcome: welcome.bytes, shown: welcome.statuses, nowMs: now))
         }
     }
 

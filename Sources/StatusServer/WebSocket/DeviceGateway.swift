@@ -119,13 +119,11 @@ final class DeviceGateway: Sendable {
     /// What an admitted session's socket is sent first: the welcome, a resume's frame, a snapshot (SPEC §7, §10.6), with
     /// the status versions they carry, by user (``ResumePoint/userKey(_:)``). The handler counts those as delivered
     /// (``RecentDeliveries``): a resume after a socket that closed under the node does not send them again (SPEC §7:
-    /// only what moved while the device was away).
+    /// only what moved while the device was away). And an event older than one of them is not written after them
+    /// (``DeviceConnectionStateMachine/attached(welcome:shown:nowMs:)``).
     struct OpeningFrames: Sendable {
         var bytes: ByteBuffer
         var statuses: [(userKey: UInt64, version: Int64)] = []
-        /// The welcome's own status: an event of the device's own user older than it is not written after it
-        /// (``DeviceConnectionStateMachine/attached(welcome:own:nowMs:)``).
-        var own: (userKey: UInt64, version: Int64)?
 
         mutating func append(_ frame: ByteBuffer, carrying statuses: [UserStatus]) {
             var frame = frame
@@ -353,9 +351,7 @@ final class DeviceGateway: Sendable {
             }
         }
         // The welcome's own status last: of a long snapshot, the ring of recent deliveries keeps the last ones.
-        let own = (userKey: ResumePoint.userKey(session.userId), version: connected.status.version)
-        frames.own = own
-        frames.statuses.append(own)
+        frames.statuses.append((ResumePoint.userKey(session.userId), connected.status.version))
         return (session, frames)
     }
 
