@@ -167,8 +167,8 @@ extension UserDeletionTests {
     }
 
     /// A deletion moves only the versions whose view it changes: a user who never logged in nor set anything is created
-    /// again at version 0; one deleted while already `unlogined` with nothing set keeps their version. A deletion run
-    /// again after an interrupted one keeps what the first kept.
+    /// again at version 0; one deleted while already `unlogined` with nothing set keeps their version. What is kept
+    /// expires in 30 days. A deletion run again after an interrupted one keeps what the first kept.
     @Test func aDeletionMovesTheVersionsOfTheViewsItChanges() async throws {
         let redis = RedisClient(configuration: try TestRedis.configuration, logger: Logger(label: "user-deletion-test"))
         try await withStatusd { api in
@@ -187,6 +187,9 @@ extension UserDeletionTests {
 
             expectOK(try await app.setStatus("alice", "again"))
             #expect(try await app.call(.delete, "/users/alice").status == 204)
+            // Kept for a bounded time (an app deleting users under ever new ids does not grow Redis for ever).
+            let kept = try await redis.send("PTTL", RedisKeys(appId: app.appId).user("alice").retiredVersions).int ?? -1
+            #expect(kept > StatusRetire.keepMs - 60_000 && kept <= StatusRetire.keepMs, "\(kept)")
             // As if the first deletion had stopped after the status hash: a key of the user is left, and the next
             // DELETE finishes it without a status hash to read.
             _ = try await redis.send("SADD", RedisKeys(appId: app.appId).user("alice").friends, "carol")

@@ -7,8 +7,10 @@
 -- (lastActiveAt, which moves no version, left aside). A deletion run again after one interrupted keeps the versions
 -- already kept. The role the user had is kept beside them: a node that missed the deletion's departure during a bus
 -- gap tells `roles:` scopes of the deleted user as the departure would have (FanoutService, StatusRepository.retired).
+-- What is kept expires after ARGV[1] ms (30 days, StatusRetire.keepMs): an app that creates and deletes users under
+-- ever new ids does not grow Redis for ever; a user created again under the id after that starts from version 0.
 -- KEYS: status, the kept versions (UserKeys.retiredVersions)
--- ARGV: none
+-- ARGV: how long the versions are kept, ms
 -- Reply: {version, public version} kept ('0' each for a user who never changed).
 local s = read_with_copy(KEYS[1])
 local kept = redis.call('HMGET', KEYS[2], 'v', 'pv')
@@ -35,5 +37,6 @@ if version > 0 or public_version > 0 then
     if s[PR] and s[PR] ~= '' then
         redis.call('HSET', KEYS[2], 'r', s[PR])
     end
+    redis.call('PEXPIRE', KEYS[2], ARGV[1])
 end
 return { version_text, public_text }

@@ -117,6 +117,7 @@ import Testing
         let user = RedisKeys(appId: "app").user("ann")
         #expect(try StatusRetire.Keys(user: user).strings == [user.status, user.retiredVersions])
         #expect(!user.all.contains(user.retiredVersions))
+        #expect(try StatusRetire.Arguments().strings == ["2592000000"])
     }
 }
 

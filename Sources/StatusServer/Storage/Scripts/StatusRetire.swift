@@ -11,9 +11,15 @@ enum StatusRetire: StatusScript {
         var strings: [String] { [user.status, user.retiredVersions] }
     }
 
-    /// No ARGV.
+    /// How long the versions are kept: a user created again later starts from version 0. Long enough for any watcher
+    /// or client of the deleted user to be gone or to have reloaded; bounded, so that an app that creates and deletes
+    /// users under ever new ids does not grow Redis for ever.
+    static let keepMs: Int64 = 30 * 86_400_000
+
+    /// ARGV: how long the versions are kept, ms.
     struct Arguments: ScriptInput {
-        var strings: [String] { [] }
+        var keepMs: Int64 = StatusRetire.keepMs
+        var strings: [String] { [String(keepMs)] }
     }
 
     /// The versions kept: where a user created again under the id starts.
