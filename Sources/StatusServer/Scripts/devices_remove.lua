@@ -58,9 +58,11 @@ local removed = {}
 for _, id in ipairs(ids) do
     local raw = redis.call('HGET', KEYS[3], id)
     if raw then
-        local device = cjson.decode(raw)
-        local matches = ARGV[3] == '' or device.c == ARGV[3]
-        local stale = ARGV[4] == '' or (tonumber(device.hb) or 0) < now - tonumber(ARGV[4])
+        -- The record's connection id and heartbeat, found in its JSON without decoding it: `"c"` is a string of a
+        -- connection id (no quote nor backslash in it) and `"hb"` an integer, each written once by device_connect.lua
+        -- or the node.
+        local matches = ARGV[3] == '' or string.match(raw, '"c":"([^"]*)"') == ARGV[3]
+        local stale = ARGV[4] == '' or (tonumber(string.match(raw, '"hb":(%d+)')) or 0) < now - tonumber(ARGV[4])
         if matches and stale then
             redis.call('HDEL', KEYS[3], id)
             removed[#removed + 1] = id
