@@ -26,17 +26,14 @@ enum StatusRetire: StatusScript {
     struct Reply: ScriptReply, Equatable {
         var version: Int64
         var publicVersion: Int64
+    }
+}
 
-        init(version: Int64, publicVersion: Int64) {
-            self.version = version
-            self.publicVersion = publicVersion
-        }
-
-        init(_ value: RedisValue) throws {
-            var reader = try ScriptReplyReader(value, script: "status_retire.lua")
-            version = try reader.integer()
-            publicVersion = try reader.integer()
-            try reader.end()
-        }
+extension StatusRetire.Reply {
+    /// Decoded from `{version, public version}` (the memberwise initializer stays, for tests).
+    init(_ value: RedisValue) throws {
+        var reader = try ScriptReplyReader(value, script: "status_retire.lua")
+        self.init(version: try reader.integer(), publicVersion: try reader.integer())
+        try reader.end()
     }
 }
