@@ -61,6 +61,47 @@ import Testing
         #expect(index.audience(of: change("bob", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
     }
 
+    /// A user deleted while their sessions here are still closing (the kick takes its time), and created again under the
+    /// id, who connects meanwhile: the new session is the first of a new user. The deleted user's relationships went
+    /// with the deletion (nobody hears carol through them), a load read before it is ignored, and the new user's own
+    /// load applies.
+    @Test func aUserCreatedAgainWhileTheDeletedOnesSessionsCloseHasTheirRelationshipsReadAnew() {
+        let index = FanoutIndex()
+        let old = session("alice")
+        #expect(index.add(old))
+        let key = AppUser(appId: "app", userId: "alice")
+        let friends = Relations(subscriptions: [], friends: ["carol"], blocked: [])
+        #expect(index.update(key, relations: friends, sequence: index.beginRelationsLoad()))
+        let readBefore = index.beginRelationsLoad()
+        index.forgetDeleted(appId: "app", userId: "alice")
+        #expect(index.audience(of: change("carol", version: 1), config: premium).sessions.isEmpty)
+        let successor = DeviceSession(
+            appId: "app",
+            userId: "alice",
+            deviceId: "d2",
+            platform: .ios,
+            scope: .friends,
+            eventLoop: loop,
+            clock: SystemNodeClock()
+        )
+        #expect(index.add(successor), "the first session of a new user: its relationships are read")
+        #expect(!index.update(key, relations: friends, sequence: readBefore), "read before the deletion")
+        #expect(index.watched(by: successor).allSatisfy { $0.userId != "carol" })
+        let anew = index.beginRelationsLoad()
+        #expect(index.update(key, relations: Relations(subscriptions: ["dave"], friends: [], blocked: []), sequence: anew))
+        #expect(index.audience(of: change("dave", version: 1), config: premium).sessions.map(\.deviceId).contains("d2"))
+        let another = DeviceSession(
+            appId: "app",
+            userId: "alice",
+            deviceId: "d3",
+            platform: .ios,
+            scope: .friends,
+            eventLoop: loop,
+            clock: SystemNodeClock()
+        )
+        #expect(!index.add(another), "the new user's second session")
+    }
+
     /// A deleted user's blocks go with them: the deletion heard on the bus unpins the mask and unblocks, even when the
     /// viewer's relationship reload (told on another channel) ran first and kept the pin; a user created again under
     /// the id is heard again.

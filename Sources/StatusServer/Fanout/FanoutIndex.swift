@@ -75,7 +75,10 @@ final class FanoutIndex: Sendable {
     func add(_ session: DeviceSession) -> Bool {
         state.withLock { state in
             let key = AppUser(appId: session.appId, userId: session.userId)
-            let first = state.users[key] == nil
+            // A deleted user's sessions may still be closing when a user created again under the id connects: that
+            // user's relationships are read as for a first session.
+            let first = state.users[key] == nil || state.users[key]?.deleted == true
+            state.users[key]?.deleted = false
             state.forgetAudiences()
             state.users[key, default: LocalUser()].sessions[session.connectionId] = session
             state.sessionCount += 1
@@ -182,7 +185,7 @@ final class FanoutIndex: Sendable {
                 state.departed.forget([key])
                 return nil
             }
-            guard sequence > user.relationsSequence else { return nil }
+            guard sequence > user.relationsSequence, sequence > user.loadsReadBefore else { return nil }
             var atEdge: [String: Int64] = [:]
             for target in targets where !user.subscriptions.contains(target) && !user.friends.contains(target) {
                 guard relations.subscriptions.contains(target) || relations.friends.contains(target) else { continue }
@@ -255,6 +258,15 @@ final class FanoutIndex: Sendable {
             // the node read of their relationships must not outlive them and be given to a successor under the id.
             state.departed.forget(appId: appId)
             state.departed.invalidate(through: state.loadSequence)
+            // The deleted users' sessions here are closing; their relationships go now, not when the last one has
+            // closed, so that a user created again under the id who connects meanwhile does not take them.
+            for key in state.users.keys where key.appId == appId && (userId == nil || key.userId == userId) {
+                Self.setRelations(Relations(subscriptions: [], friends: [], blocked: []), for: key, in: &state)
+                state.users[key]?.pinnedMasks = []
+                state.users[key]?.relationsSequence = 0
+                state.users[key]?.loadsReadBefore = state.loadSequence
+                state.users[key]?.deleted = true
+            }
             if let userId {
                 let target = AppUser(appId: appId, userId: userId)
                 state.versions[target] = nil

@@ -13,6 +13,11 @@ struct LocalUser: Sendable {
     var pinnedMasks: Set<String> = []
     /// The sequence number of the relationship load applied last: an older load finishing later is ignored.
     var relationsSequence: UInt64 = 0
+    /// The user was deleted while these sessions were here (they are closing): the relationships were dropped, a load
+    /// begun before the deletion (numbered at or below ``loadsReadBefore``) is ignored, and the next session to join is
+    /// a user created again under the id, whose relationships are read anew.
+    var deleted = false
+    var loadsReadBefore: UInt64 = 0
 }
 
 /// The relationships of one user as read from Redis.
