@@ -23,8 +23,8 @@ import Testing
 ///   created again goes on from the deleted one's versions).
 ///
 /// The seed is printed (`STATUSD_MODEL_SEED` replays it); `STATUSD_MODEL_SECONDS` bounds the run (default 6 s).
-/// The app has an offline grace, so becoming invisible takes it too (SPEC §10.5). A resume must list users the device started hearing about while away (`STATUSD_MODEL_RESUME_NEW_RELATIONS=0` does not
-/// ask for them).
+/// The app has an offline grace, so becoming invisible takes it too (SPEC §10.5). A resume must list users the device
+/// started hearing about while away (`STATUSD_MODEL_RESUME_NEW_RELATIONS=0` does not ask for them).
 @Suite(.redis) struct PresenceModelTests {
     @Test func randomInterleavingsMatchTheModel() async throws {
         try await run(busGaps: false)
