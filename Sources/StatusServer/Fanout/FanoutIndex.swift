@@ -242,7 +242,9 @@ final class FanoutIndex: Sendable {
     /// Forgets what this node delivered of a deleted user (of every user of a deleted app, for a nil `userId`): the
     /// users of an app created again under the id start anew from version 0, and their changes must not be dropped as
     /// stale ones of the users who were deleted. (A user deleted alone leaves their versions to a user created again,
-    /// `status_retire.lua`; they are forgotten the same way, which costs nothing: the successor's are newer.)
+    /// `status_retire.lua`; they are forgotten the same way, which costs nothing: the successor's are newer.) With
+    /// them goes what the node knows of relationships: what was kept of departed users, and those of the deleted users'
+    /// sessions still here, whose next session is read anew (``LocalUser/deleted``).
     func forgetDelivered(appId: String, userId: String?) {
         state.withLock { state in
             state.forgetCount += 1

@@ -99,10 +99,10 @@ struct UserDirectory: Sendable {
         _ = try await redis.send("DEL", RedisKeys(appId: appId).user(userId).profile)
     }
 
-    /// Deletes the user's keys (their versions kept, ``StatusRetire``), removes them from the others' relationship sets, removes every other user's
-    /// subscription to them (found through the reverse index ``UserKeys/subscribers``, SPEC §7), and removes them from
-    /// the app's indexes. Returns the user's friends, the users on either side of a block and their subscribers, whose
-    /// nodes must forget the user.
+    /// Deletes the user's keys (their versions kept, ``StatusRetire``), removes them from the others' relationship sets,
+    /// removes every other user's subscription to them (found through the reverse index ``UserKeys/subscribers``, SPEC
+    /// §7), and removes them from the app's indexes. Returns the user's friends, the users on either side of a block
+    /// and their subscribers, whose nodes must forget the user.
     func delete(appId: String, userId: String) async throws -> Set<String> {
         let keys = RedisKeys(appId: appId)
         let user = keys.user(userId)
