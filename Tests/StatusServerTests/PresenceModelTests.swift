@@ -9,9 +9,9 @@ import Testing
 /// statuses that clear themselves, two devices of one user setting their status at the same moment, availability with
 /// invisibility, device states, subscriptions, friendships, blocks and unblocks, kicks, logouts, deletions of users,
 /// connects with each presence scope (`roles:member` among them) asking for a snapshot and resuming a lost session),
-/// against a live node on a clock the test drives (graces and
-/// expiries end when the test lets time pass) and a real Redis. ``PresenceModel`` says what every observer must be
-/// shown; the run compares it with what the server sent:
+/// against a live node (or two on one Redis) on a clock the test drives (graces and expiries end when the test lets time
+/// pass) and a real Redis. ``PresenceModel`` says what every observer must be shown; the run compares it with what the
+/// server sent:
 ///
 /// - every getUserStatus reply (HTTP for every viewer, WebSocket for one), the backend's own view, and each welcome;
 /// - each snapshot frame, exactly (who is listed, and how); each resume frame: every user the device hears about whose
@@ -41,12 +41,20 @@ import Testing
         try await run(busGaps: true)
     }
 
-    private func run(busGaps: Bool) async throws {
+    /// The same on two nodes of one Redis, with bus gaps: each device connects to either node (a lost session is
+    /// resumed on either), so a change made on one reaches devices on both, a user's own devices are spread over them,
+    /// and the gaps break the feed of one node while the other goes on. The nodes share the test's clock, and either
+    /// may be the one whose sweep ends a grace or clears an expiry.
+    @Test func randomInterleavingsAcrossTwoNodesMatchTheModel() async throws {
+        try await run(busGaps: true, nodes: 2)
+    }
+
+    private func run(busGaps: Bool, nodes: Int = 1) async throws {
         let environment = ProcessInfo.processInfo.environment
         let seed = environment["STATUSD_MODEL_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...999_999)
         let seconds = environment["STATUSD_MODEL_SECONDS"].flatMap(Int.init) ?? 6
         let options = PresenceModel.Options(graced: true, invisibleGrace: true)
-        let name = busGaps ? "PresenceModelTests (bus gaps)" : "PresenceModelTests"
+        let name = "PresenceModelTests" + (nodes > 1 ? " (\(nodes) nodes)" : "") + (busGaps ? " (bus gaps)" : "")
         print("\(name): seed \(seed), \(seconds) s (STATUSD_MODEL_SEED=\(seed) replays it)")
         let config: JSONValue = [
             "plan": "premium", "statusQuery": true, "friendStatusNotify": true, "rateLimit": ["calls": 100_000, "windowSeconds": 1],
@@ -61,18 +69,16 @@ import Testing
         let server = try await PrivateRedis.start()
         defer { server.stop() }
         let clock = ManualNodeClock()
-        let nodeId = BusFault.nodeId("model")
-        let configure: (inout ServerConfiguration) -> Void = { configuration in
-            clock.install(in: &configuration)
-            server.install(in: &configuration)
-            BusFault.naming(nodeId)(&configuration)
-        }
-        try await withStatusd(.live, configure: configure) { api in
+        let nodeIds = (0..<nodes).map { BusFault.nodeId("model\($0)") }
+        let adminKey = "admin-" + UUID().uuidString
+        try await withModelNodes(nodeIds, adminKey: adminKey, clock: clock, server: server) { api, ports in
             try await withRunningClient(server.configuration, "model-faults") { redis in
                 let app = try await api.createApp(config: config)
                 try await ModelRun.createUsers(ModelRun.users + [ModelRun.observer], in: app)
-                var run = ModelRun(app: app, port: api.client.port!, clock: clock, seed: seed, options: options)
-                if busGaps { run.busFault = { try await BusFault.killBusConnections(of: nodeId, using: redis) } }
+                var run = ModelRun(app: app, ports: ports, clock: clock, seed: seed, options: options)
+                if busGaps {
+                    run.busFaults = nodeIds.map { nodeId in { try await BusFault.killBusConnections(of: nodeId, using: redis) } }
+                }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     let deadline = ContinuousClock.now + .seconds(seconds)
                     var bursts = 0
@@ -90,6 +96,29 @@ import Testing
                     group.cancelAll()
                 }
             }
+        }
+    }
+
+    /// Runs live nodes named `nodeIds` on `server` and the test's clock, one inside the other, and `body` with the
+    /// first one's API and every node's port.
+    private func withModelNodes(
+        _ nodeIds: [String],
+        adminKey: String,
+        clock: ManualNodeClock,
+        server: PrivateRedis,
+        ports: [Int] = [],
+        _ body: @Sendable (APIClient, [Int]) async throws -> Void
+    ) async throws {
+        guard let nodeId = nodeIds.last else { return }
+        let configure: (inout ServerConfiguration) -> Void = { configuration in
+            clock.install(in: &configuration)
+            server.install(in: &configuration)
+            BusFault.naming(nodeId)(&configuration)
+        }
+        try await withStatusd(.live, adminKey: adminKey, configure: configure) { api in
+            let ports = [api.client.port!] + ports
+            if nodeIds.count == 1 { return try await body(api, ports) }
+            try await withModelNodes(Array(nodeIds.dropLast()), adminKey: adminKey, clock: clock, server: server, ports: ports, body)
         }
     }
 }
@@ -121,7 +150,8 @@ struct ModelRun {
     }
 
     let app: APIClient
-    let port: Int
+    /// The nodes' ports: a device connects to one of them, at random when there are several.
+    let ports: [Int]
     let clock: ManualNodeClock
     var rng: SplitMix
     var model: PresenceModel
@@ -141,14 +171,14 @@ struct ModelRun {
     let resumesNewRelations = ProcessInfo.processInfo.environment["STATUSD_MODEL_RESUME_NEW_RELATIONS"] != "0"
     /// How many of each kind of operation and check the run made (printed at its end).
     var tally: [String: Int] = [:]
-    /// Breaks the node's bus feed (kills its pub/sub connections; returns how many), before about one step in fifteen;
-    /// nil: never.
-    var busFault: (@Sendable () async throws -> Int)?
+    /// Break each node's bus feed (kill its pub/sub connections; return how many): one of them, before about one step
+    /// in fifteen; none: never.
+    var busFaults: [@Sendable () async throws -> Int] = []
     private var counter = 0
 
-    init(app: APIClient, port: Int, clock: ManualNodeClock, seed: UInt64, options: PresenceModel.Options) {
+    init(app: APIClient, ports: [Int], clock: ManualNodeClock, seed: UInt64, options: PresenceModel.Options) {
         self.app = app
-        self.port = port
+        self.ports = ports
         self.clock = clock
         self.rng = SplitMix(seed: seed)
         self.model = PresenceModel(users: Self.users + [Self.observer], options: options)
@@ -158,9 +188,10 @@ struct ModelRun {
 
     /// Runs one random operation, with no pause after the previous one's answer.
     mutating func step(spawn: (@escaping @Sendable () async throws -> Void) -> Void) async throws {
-        if let busFault, rng.below(15) == 0 {
-            let killed = try await busFault()
-            log.append("bus gap (\(killed) connections killed)")
+        if !busFaults.isEmpty, rng.below(15) == 0 {
+            let node = busFaults.count > 1 ? rng.below(busFaults.count) : 0
+            let killed = try await busFaults[node]()
+            log.append("bus gap (\(killed) connections of node \(node) killed)")
             tally["bus gap", default: 0] += 1
         }
         let user = Self.users[rng.below(Self.users.count)]
@@ -321,13 +352,16 @@ struct ModelRun {
         let snapshot = resumed != nil || rng.below(2) == 0
         var options = DeviceOptions(deviceId: deviceId, presence: scope.rawValue, snapshot: snapshot)
         options.resume = resumed?.token
-        let (device, welcome) = try await app.openDevice(port: port, userId: user, options, spawn: spawn)
+        // The rng is drawn for a node only when there are several, so that a seed of one node replays as before.
+        let node = ports.count > 1 ? rng.below(ports.count) : 0
+        let (device, welcome) = try await app.openDevice(port: ports[node], userId: user, options, spawn: spawn)
         lost[key] = nil
         devices[key] = Device(user: user, id: deviceId, scope: scope, device: device, resume: welcome["resume"].string)
         framesChecked[key] = 0
         baselines[key] = [:]
         model.apply(.connect(user, device: deviceId))
-        log.append("connect \(key) \(scope.rawValue)\(snapshot ? " snapshot" : "")\(resumed != nil ? " resume" : "")")
+        let place = ports.count > 1 ? " on node \(node)" : ""
+        log.append("connect \(key) \(scope.rawValue)\(snapshot ? " snapshot" : "")\(resumed != nil ? " resume" : "")\(place)")
         observe("\(key) welcome") { world in Self.differences(welcome["status"], world.view(of: user, by: user), "welcome") }
         tally["connect", default: 0] += 1
         guard snapshot else { return }
@@ -433,7 +467,7 @@ struct ModelRun {
         // user created again, whose versions go on from it, and tells the devices whose scope takes them; subscribers
         // and friends no longer relate to them and hear nothing more of them (docs/delivery.md).
         let hearing = devices.filter { key, device in
-            device.user != user && world.hears(device.user, user, scope: device.scope) && (busFault == nil || device.scope.takes(user))
+            device.user != user && world.hears(device.user, user, scope: device.scope) && (busFaults.isEmpty || device.scope.takes(user))
         }
         let expected = hearing.mapValues { kicked.version(of: user, by: $0.user) }.filter { key, version in
             version > world.version(of: user, by: hearing[key]!.user)
