@@ -65,7 +65,13 @@ import Testing
                     #expect(online["statusType"] == "online")
                     #expect(try await BusFault.killBusConnections(of: nodeId, using: redis) > 0)
                     _ = expectOK(try await app.call(.post, "/users/alice/kick", [:]))
-                    let told = try await watcher.nextStatus(of: "alice", timeout: .seconds(3))
+                    let told: JSONValue
+                    do {
+                        told = try await watcher.nextStatus(of: "alice", timeout: .seconds(3))
+                    } catch {
+                        Issue.record("not told: \(watcher.rawFrames)")
+                        throw error
+                    }
                     #expect(told["statusType"] == "unlogined", "\(told)")
                     #expect(told["version"].int == (online["version"].int ?? 0) + 1)
                 }
@@ -73,25 +79,47 @@ import Testing
         }
     }
 
-    /// The same for a deletion: alice, online, deleted while the feed is down, and not created again. The departure
-    /// published by the deletion is lost with the feed, and the resynchronisation finds nobody to read; having told the
-    /// device of alice, the node tells it of her as a user created again would start (`unlogined`, at the versions the
-    /// deletion kept, past the last it heard), rather than leave her shown online; a `roles:` scope too (the deletion
-    /// kept her role).
-    @Test(arguments: ["all", "roles:member"]) func anAppWideDeviceIsToldOfADeletionMadeDuringABusGap(presence: String) async throws {
+    /// The same for a deletion: alice, online, deleted while the node's feed is down (held down until the deletion is
+    /// done, ``BusFault/holdingBusDown(of:using:_:)``), and not created again (or created again at once). Everything the
+    /// deletion published is lost with the feed. Having told the device of alice, the node tells it of her as the
+    /// deletion would have (`unlogined`, at the versions the deletion kept, past the last it heard), rather than leave
+    /// her shown online:
+    /// - to a device of scope `all` or `roles:`, from the resynchronisation's read of the user (the deletion kept her
+    ///   role);
+    /// - to a subscriber and to a friend, whom the deletion took alice from: from what the deletion kept, read for the
+    ///   relationships the node held when the feed was lost.
+    @Test(arguments: [
+        ("all", false), ("roles:member", false), ("subscription", false), ("friend", false), ("all", true), ("subscription", true),
+        ("friend", true),
+    ])
+    func aDeviceIsToldOfADeletionMadeDuringABusGap(relation: String, createdAgain: Bool) async throws {
         let nodeId = BusFault.nodeId("gap-deleted")
-        try await withStatusd(.live, configure: BusFault.naming(nodeId)) { api in
-            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true])
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        let configure: (inout ServerConfiguration) -> Void = { configuration in
+            server.install(in: &configuration)
+            BusFault.naming(nodeId)(&configuration)
+        }
+        try await withStatusd(.live, configure: configure) { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "friendStatusNotify": true])
             try await app.createUsers(["alice", "bob"])
             _ = expectOK(try await app.call(.put, "/users/alice", ["role": "member"]))
-            try await withRunningClient(try TestRedis.configuration, "fault") { redis in
+            switch relation {
+            case "subscription": _ = expectOK(try await app.subscribe("bob", ["alice"]))
+            case "friend": _ = expectOK(try await app.call(.put, "/users/bob/friends", ["userIds": ["alice"]]))
+            default: break
+            }
+            let presence = relation.contains(":") || relation == "all" ? relation : nil
+            try await withRunningClient(server.configuration, "fault") { redis in
                 try await app.withDevice(port: api.client.port!, userId: "bob", DeviceOptions(deviceId: "b1", presence: presence)) { watcher, _ in
                     _ = expectOK(try await app.login("alice", "a1"))
                     let online = try await watcher.nextStatus(of: "alice")
                     #expect(online["statusType"] == "online")
-                    #expect(try await BusFault.killBusConnections(of: nodeId, using: redis) > 0)
-                    _ = expectOK(try await app.call(.delete, "/users/alice"), 204)
-                    let told = try await watcher.nextStatus(of: "alice", timeout: .seconds(3))
+                    try await BusFault.holdingBusDown(of: nodeId, using: redis) {
+                        _ = expectOK(try await app.call(.delete, "/users/alice"), 204)
+                        if createdAgain { try await app.createUsers(["alice"]) }
+                    }
+                    let told = try await watcher.nextStatus(of: "alice", timeout: .seconds(5))
                     #expect(told["statusType"] == "unlogined", "\(told)")
                     #expect((told["version"].int ?? 0) > (online["version"].int ?? 0), "\(told)")
                 }

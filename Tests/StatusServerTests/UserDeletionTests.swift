@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RedisClient
 import StatusCore
+import Synchronization
 import Testing
 
 @testable import StatusServer
@@ -137,6 +138,50 @@ extension UserDeletionTests {
                 try await device.waitClosed(timeout: .seconds(2))
             }
             expectError(try await app.call(.get, "/users/alice"), 404, "USER_NOT_FOUND")
+        }
+    }
+
+    /// SPEC §6 and §10.3: a deletion is a change like any other, published on the user's channel in the step that keeps
+    /// the versions, after the kick's departure and before any subscription or friendship to the user goes: a node
+    /// whose bus feed was down when the departure went out hears this instead once it is back, while its sessions
+    /// still relate to the user (docs/delivery.md). Its status is the new user's start: `unlogined`, at the kept
+    /// versions (moved past the departure, which kept the custom status in the own view), with the role.
+    @Test func theDeletionIsPublishedAsTheChangeItIs() async throws {
+        try await withStatusd { api in
+            let app = try await api.createApp(config: premiumConfig)
+            try await app.createUsers(["alice"])
+            expectOK(try await app.call(.put, "/users/alice", ["role": "member"]))
+            expectOK(try await app.login("alice", "a1"))
+            expectOK(try await app.call(.put, "/users/alice/status", ["customStatus": "here", "availability": "busy"]))
+            try await withRunningClient(try TestRedis.configuration, "deletion-published") { client in
+                let received = Mutex<[String]>([])
+                let subscriber = RedisShardSubscriber(client: client, logger: Logger(label: "deletion-published")) { event in
+                    if case .message(_, let payload) = event { received.withLock { $0.append(String(decoding: payload, as: UTF8.self)) } }
+                }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await subscriber.run() }
+                    defer { group.cancelAll() }
+                    try await subscriber.subscribe([BusChannels.user(app.appId, "alice")])
+                    let before = try #require(try await app.ownStatus("alice")["version"].int)
+                    #expect(try await app.call(.delete, "/users/alice").status == 204)
+                    // The bus message `deleted` goes last (docs/bus.md).
+                    let deadline = ContinuousClock.now + .seconds(3)
+                    while !received.withLock({ $0.contains { $0.contains(#""type":"deleted""#) } }) && ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    let messages = received.withLock { $0 }.compactMap(ModelRun.decode).filter { $0["type"] == "status" }
+                    #expect(messages.count == 2, "\(messages)")
+                    // The kick's departure, then the deletion.
+                    #expect(messages.first?["status"]["version"].int == before + 1)
+                    let deletion = try #require(messages.last)
+                    #expect(deletion["type"] == "status" && deletion["change"] == "status" && deletion["role"] == "member")
+                    #expect(deletion["status"]["statusType"] == "unlogined" && deletion["status"]["availability"] == "available")
+                    #expect(!deletion["status"].has("customStatus") && deletion["status"]["onlineDevices"] == [])
+                    #expect(deletion["status"]["version"].int == before + 2 && deletion["publicChange"] == true)
+                    try await app.createUsers(["alice"])
+                    #expect(try await app.ownStatus("alice")["version"].int == before + 2)
+                }
+            }
         }
     }
 

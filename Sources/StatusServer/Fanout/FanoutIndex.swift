@@ -4,7 +4,7 @@ import Synchronization
 /// This node's sessions and its in-memory index "target user → local users who must hear about them" (ARCHITECTURE
 /// "Fan-out"). Delivery is a lookup here: never a scan of all sessions, never a Redis read per recipient.
 final class FanoutIndex: Sendable {
-    private struct State {
+    fileprivate struct State {
         var users: [AppUser: LocalUser] = [:]
         /// target → local users subscribed to it.
         var subscribers: [AppUser: Set<String>] = [:]
@@ -323,6 +323,52 @@ final class FanoutIndex: Sendable {
             guard stored.status.version > 0 || state.versions[key] != nil else { return (false, false) }
             let publicMoved = state.publicVersions[key] != stored.record.publicVersion
             return (state.versions[key]?.version != stored.status.version || publicMoved, publicMoved)
+        }
+    }
+
+    /// The relationships held here at one moment: a copy of the index's state, which costs nothing until the index
+    /// changes next (each part is copied then, once). A resynchronisation takes one before it reads every local user's
+    /// relationships again, for the subscribers and friends of users deleted during the gap (``relatedDelivered(in:)``,
+    /// ``audience(ofDeletion:config:relatedAsIn:)``).
+    struct RelationsSnapshot: @unchecked Sendable {
+        fileprivate let state: State
+    }
+
+    func relationsSnapshot() -> RelationsSnapshot {
+        state.withLock { RelationsSnapshot(state: $0) }
+    }
+
+    /// The users a session here heard about through a subscription or a friendship in `snapshot`, by app, of whom this
+    /// node delivered a status: those whose deletion during a bus gap their devices must still be told of.
+    func relatedDelivered(in snapshot: RelationsSnapshot) -> [String: [String]] {
+        let related = Set(snapshot.state.subscribers.keys).union(snapshot.state.friendsOf.keys)
+        return state.withLock { state in
+            var targets: [String: [String]] = [:]
+            for key in related where state.versions[key] != nil { targets[key.appId, default: []].append(key.userId) }
+            return targets
+        }
+    }
+
+    /// Whether this node delivered a status of the user older than `stored` in either version. Of what a deletion kept
+    /// (``StatusRepository/retired(appId:userIds:)``), it tells a deletion this node did not hear: what it delivered
+    /// since hearing one, of a user created again after it, is from the deletion's versions on.
+    func deliveredBefore(_ stored: StoredStatus, appId: String) -> Bool {
+        state.withLock { state in
+            let key = AppUser(appId: appId, userId: stored.status.userId)
+            guard let delivered = state.versions[key]?.version else { return false }
+            return delivered < stored.status.version || (state.publicVersions[key] ?? delivered) < stored.record.publicVersion
+        }
+    }
+
+    /// The sessions a deletion this node did not hear is told to (`change`: what the deletion kept, as the new user
+    /// starts): those entitled to it under the relationships, blocks and scopes of `snapshot`, taken before the
+    /// deletion's removal of every subscription and friendship to the user was read. Recorded as delivered.
+    func audience(ofDeletion change: StatusChange, config: AppConfig, relatedAsIn snapshot: RelationsSnapshot) -> Audience {
+        state.withLock { state in
+            let inputs = Self.inputs(of: change, config: config, publicToo: true, ownToo: false)
+            let result = Self.recipients(of: change, inputs: inputs, in: snapshot.state)
+            Self.recordDelivered(change, result, in: &state)
+            return result
         }
     }
 

@@ -58,6 +58,10 @@ final class FanoutService: Service, Sendable {
     /// From when the feed may have missed messages: the users of the app-wide scopes re-read after a gap are the ones
     /// the app's log of recent changes names since then (``appWideTargets(since:)``).
     private let watermark: SharedFeedWatermark
+    /// The relationships held here when the bus feed was lost, kept until a resynchronisation completes: the
+    /// subscribers and friends of a user deleted during the gap are told from them (``tellOfDeletionsMissed(relatedAsIn:)``),
+    /// since a relationship change heard once the feed is back may already have removed the deleted user from them.
+    private let relationsAtLoss: HeldSnapshot
 
     /// The fan-out of a node: `feed` makes its bus subscribers, the repositories are what it reads when a session
     /// joins, a relationship changes or the feed had a gap.
@@ -93,6 +97,8 @@ final class FanoutService: Service, Sendable {
         self.watermark = watermark
         let inbox = BusInbox(limit: inboxLimit, dropped: metrics.busEventsDropped)
         self.inbox = inbox
+        let relationsAtLoss = HeldSnapshot()
+        self.relationsAtLoss = relationsAtLoss
         let subscribers = feed.subscribers(logger: logger) { event in
             switch event {
             case .message(_, let payload): inbox.push(payload)
@@ -101,6 +107,8 @@ final class FanoutService: Service, Sendable {
                 // The connection's monotonic moment, on the node's wall clock.
                 let wholeUntilMs = clock.nowMs - (NIODeadline.now() - wholeUntil).nanoseconds / 1_000_000
                 watermark.state.withLock { $0.lost(wholeUntilMs: wholeUntilMs) }
+                // The earliest since the last resynchronisation (a copy that costs nothing until the index changes).
+                relationsAtLoss.held.withLock { if $0 == nil { $0 = index.relationsSnapshot() } }
             }
         }
         self.subscriber = subscribers.control
@@ -436,6 +444,21 @@ final class FanoutService: Service, Sendable {
         let now = clock.nowMs
         let resync = watermark.state.withLock { $0.beginResync(atMs: now) }
         let users = index.allLocalUsers()
+        // The relationships as they were when the feed was lost (or now, for a gap of another kind): those the reload
+        // below no longer finds may be a deletion's. Put back for the next attempt if this one fails.
+        let kept = relationsAtLoss.held.withLock { held in
+            let kept = held
+            held = nil
+            return kept
+        }
+        let before = kept ?? index.relationsSnapshot()
+        let done = await resynchronise(resync, users: users, relatedAsIn: before)
+        if !done { relationsAtLoss.held.withLock { $0 = before } }
+        return done
+    }
+
+    /// The steps of ``resynchronise()``.
+    private func resynchronise(_ resync: FeedWatermark.Resync, users: [AppUser], relatedAsIn before: FanoutIndex.RelationsSnapshot) async -> Bool {
         index.unpinMasks()
         await withTaskGroup(of: Void.self) { group in
             for (position, user) in users.enumerated() {
@@ -444,6 +467,7 @@ final class FanoutService: Service, Sendable {
             }
         }
         guard await auditDevices(users) else { return false }
+        guard await tellOfDeletionsMissed(relatedAsIn: before) else { return false }
         var watched = index.watchedTargets()
         do {
             for (appId, changed) in try await appWideTargets(since: resync.sinceMs - Self.gapLookBackMs) {
@@ -486,6 +510,41 @@ final class FanoutService: Service, Sendable {
             }
         }
         watermark.state.withLock { $0.resynchronised(resync) }
+        return true
+    }
+
+    /// Tells the subscribers and friends here of a user deleted during the gap (and perhaps created again), whose
+    /// departure was lost with the feed, as the departure would have told them: `unlogined` at the versions the
+    /// deletion kept (``StatusRepository/retired(appId:userIds:)``), in the view each is shown. The deletion removed every
+    /// subscription and friendship to the user, so the relationships just read no longer hold them: the sessions told
+    /// are those entitled under the relationships held before the reload (`before`). The deletion publishes what it
+    /// kept before it removes them (`status_retire.lua`): a deletion whose removal the reload did not see yet was kept
+    /// before this read, or is heard on the bus after this resynchronisation while the relationships still hold. One
+    /// `HMGET` per user related here of whom a status was delivered, ``resyncChunk`` to a round trip. Returns false if
+    /// Redis could not be read.
+    private func tellOfDeletionsMissed(relatedAsIn before: FanoutIndex.RelationsSnapshot) async -> Bool {
+        for (appId, targets) in index.relatedDelivered(in: before) {
+            guard let config = try? await self.apps.find(appId)?.config else { continue }
+            for chunk in targets.chunks(of: Self.resyncChunk) {
+                let retired: [String: StoredStatus]
+                do {
+                    retired = try await self.statuses.retired(appId: appId, userIds: Array(chunk))
+                } catch {
+                    logger.debug("resynchronisation read of deleted users failed", metadata: ["error": "\(error)"])
+                    return false
+                }
+                var deliveries = DeliveryBatch()
+                // A user created again keeps what the deletion kept: one deleted before this node delivered the user
+                // created again is older than what it delivered, and left alone.
+                for stored in retired.values where index.deliveredBefore(stored, appId: appId) {
+                    index.forgetDeleted(appId: appId, userId: stored.status.userId)
+                    let change = StatusChange(appId: appId, stored: stored, publicChange: true)
+                    deliveries.add(change, to: index.audience(ofDeletion: change, config: config, relatedAsIn: before))
+                    metrics.resyncedStatuses.increment()
+                }
+                await deliveries.send(through: mailboxes, counting: metrics.eventsDelivered)
+            }
+        }
         return true
     }
 
@@ -583,4 +642,9 @@ final class FanoutService: Service, Sendable {
             guard (try? await Task.sleep(for: .milliseconds(20))) != nil else { return }
         }
     }
+}
+
+/// The relationships a node held when its bus feed was lost (``FanoutService``), shared with the feed's handler.
+private final class HeldSnapshot: Sendable {
+    let held = Mutex<FanoutIndex.RelationsSnapshot?>(nil)
 }

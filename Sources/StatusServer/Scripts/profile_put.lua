@@ -5,7 +5,9 @@
 -- hash's read copy (lib.lua status_reply), rewritten here in the same step.
 -- SPEC §10.5 "versions never go backwards for any viewer": a user created again under the id of a deleted one starts
 -- from the versions the deletion kept (status_retire.lua), so that whoever heard the deleted user hears the new one's
--- changes as newer; the kept versions go with the creation.
+-- changes as newer. What was kept stays until it expires: a node that missed the deletion during a bus gap reads it to
+-- tell the deleted user's subscribers and friends of the deletion (FanoutService), whether or not the user was created
+-- again meanwhile.
 -- KEYS: profile, status, devices, the kept versions of a deleted user (UserKeys.retiredVersions)
 -- ARGV: now ms, new generation (used only when the user is created), then field/value pairs (name, role, tags, ...)
 -- Reply: {created (0|1), createdAt}
@@ -38,7 +40,6 @@ if created == 1 then
         local now_text = string.format('%d', now_ms())
         status_put(s, 'vt', now_text)
         status_put(s, 'pt', now_text)
-        redis.call('DEL', KEYS[4])
     end
 end
 status_reply(s, KEYS[1], KEYS[3], true)

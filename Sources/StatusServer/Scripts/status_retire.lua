@@ -9,8 +9,15 @@
 -- gap tells `roles:` scopes of the deleted user as the departure would have (FanoutService, StatusRepository.retired).
 -- What is kept expires after ARGV[1] ms (30 days, StatusRetire.keepMs): an app that creates and deletes users under
 -- ever new ids does not grow Redis for ever; a user created again under the id after that starts from version 0.
+-- SPEC §6, §10.3 "the deletion of the user ... watchers are told as for any kick": the deletion is published like any
+-- change (lib.lua publish_status), in the same step that keeps the versions, as the new user starts: `unlogined`, at
+-- the kept versions, with the role. Watchers hear the custom status and availability go, and a node whose bus feed
+-- was down when the deletion's departure (the kick before this step) was published hears this instead, once the feed
+-- is back: the deletion removes every subscription and friendship to the user only after this step, and a node that
+-- missed this too reads what is kept before it reads their relationships again (FanoutService). Nothing is published
+-- for a user who never had a status.
 -- KEYS: status, the kept versions (UserKeys.retiredVersions)
--- ARGV: how long the versions are kept, ms
+-- ARGV: how long the versions are kept (ms), appId, userId, user channel, app slot channel (docs/bus.md)
 -- Reply: {version, public version} kept ('0' each for a user who never changed).
 local s = read_with_copy(KEYS[1])
 local kept = redis.call('HMGET', KEYS[2], 'v', 'pv')
@@ -38,5 +45,9 @@ if version > 0 or public_version > 0 then
         redis.call('HSET', KEYS[2], 'r', s[PR])
     end
     redis.call('PEXPIRE', KEYS[2], ARGV[1])
+end
+if s[V] then
+    local reply = { 'unlogined', '', '', version_text, s[PR] or '', s[PP] or '', '', public_text, '', '', '', '' }
+    publish_status(ARGV[4], ARGV[5], ARGV[2], ARGV[3], 1, reply, 1)
 end
 return { version_text, public_text }

@@ -116,7 +116,8 @@ struct UserDirectory: Sendable {
         let subscribers = Array(Set((replies[3].array ?? []) + (replies[5].array ?? [])).compactMap(\.string))
         let targets = replies[4].array?.compactMap(\.string) ?? []
         // The status hash goes with its versions kept, for a user created again under the id (SPEC §10.5).
-        _ = try await ScriptRunner(redis: redis, scripts: scripts).run(StatusRetire.self, keys: .init(user: user), arguments: .init())
+        let retire = StatusRetire.Arguments(appId: appId, userId: userId)
+        _ = try await ScriptRunner(redis: redis, scripts: scripts).run(StatusRetire.self, keys: .init(user: user), arguments: retire)
         _ = try await redis.send(["DEL"] + user.all)
         var commands: [[String]] = [["ZREM", keys.users, userId], ["ZREM", keys.online, userId], ["HDEL", keys.onlineVersions, userId]]
         commands += friends.map { ["SREM", keys.user($0).friends, userId] }

@@ -117,7 +117,8 @@ import Testing
         let user = RedisKeys(appId: "app").user("ann")
         #expect(try StatusRetire.Keys(user: user).strings == [user.status, user.retiredVersions])
         #expect(!user.all.contains(user.retiredVersions))
-        #expect(try StatusRetire.Arguments().strings == ["2592000000"])
+        let published = BusChannels.statusArguments("app", "ann")
+        #expect(try StatusRetire.Arguments(appId: "app", userId: "ann").strings == ["2592000000", "app", "ann"] + published)
     }
 }
 

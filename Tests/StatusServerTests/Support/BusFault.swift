@@ -1,5 +1,6 @@
 import Foundation
 import RedisClient
+import Testing
 
 @testable import StatusServer
 
@@ -32,5 +33,28 @@ enum BusFault {
             }
         }
         return killed
+    }
+
+    /// Kills the pub/sub connections of the node `nodeId` on the server `redis` is a client of and keeps the node from
+    /// connecting them again while `body` runs: the server takes no more clients than it has once they are killed
+    /// (`CONFIG SET maxclients`), so the node's feed stays down however fast it retries, while its command connections
+    /// and `redis` go on. For a server of the test's own (``PrivateRedis``) only: every client of the server is held to
+    /// the connections it has.
+    static func holdingBusDown<Value>(of nodeId: String, using redis: RedisClient, _ body: () async throws -> Value) async throws -> Value {
+        let limit = try await redis.send("CONFIG", "GET", "maxclients").array?.last?.string ?? "10000"
+        // The limit is set before the kill, so that no connection made again in between is let in.
+        let clients = (try await redis.send("CLIENT", "LIST").string ?? "").split(separator: "\n").count
+        let feed = (try await redis.send("CLIENT", "LIST", "TYPE", "pubsub").string ?? "").split(separator: "\n")
+            .filter { $0.split(separator: " ").contains("name=statusd-\(nodeId)") }
+        _ = try await redis.send("CONFIG", "SET", "maxclients", String(clients - feed.count))
+        #expect(try await killBusConnections(of: nodeId, using: redis) > 0)
+        do {
+            let value = try await body()
+            _ = try await redis.send("CONFIG", "SET", "maxclients", limit)
+            return value
+        } catch {
+            _ = try? await redis.send("CONFIG", "SET", "maxclients", limit)
+            throw error
+        }
     }
 }

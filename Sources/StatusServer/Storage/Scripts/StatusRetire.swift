@@ -1,7 +1,8 @@
 import RedisClient
 
 /// The twin of `Scripts/status_retire.lua` (SPEC §10.5, versions never go back, across a deletion): removes a deleted
-/// user's status hash and keeps its versions, moved past the deletion, for a user created again under the id.
+/// user's status hash and keeps its versions, moved past the deletion, for a user created again under the id; the
+/// deletion is published as the change it is (SPEC §6).
 enum StatusRetire: StatusScript {
     static func script(in library: ScriptLibrary) -> RedisScript { library.statusRetire }
 
@@ -16,10 +17,12 @@ enum StatusRetire: StatusScript {
     /// users under ever new ids does not grow Redis for ever.
     static let keepMs: Int64 = 30 * 86_400_000
 
-    /// ARGV: how long the versions are kept, ms.
+    /// ARGV: how long the versions are kept (ms), then where the deletion is published (docs/bus.md).
     struct Arguments: ScriptInput {
         var keepMs: Int64 = StatusRetire.keepMs
-        var strings: [String] { [String(keepMs)] }
+        var appId: String
+        var userId: String
+        var strings: [String] { [String(keepMs), appId, userId] + BusChannels.statusArguments(appId, userId) }
     }
 
     /// The versions kept: where a user created again under the id starts.
