@@ -127,6 +127,44 @@ import Testing
         }
     }
 
+    /// A user created again who connects here while the feed is down keeps their own relationships once the node tells
+    /// the deleted user's subscriber: telling of a deletion missed forgets nothing of the user created again.
+    @Test func aUserCreatedAgainDuringABusGapKeepsTheirRelationships() async throws {
+        let nodeId = BusFault.nodeId("gap-recreated")
+        let server = try await PrivateRedis.start()
+        defer { server.stop() }
+        let configure: (inout ServerConfiguration) -> Void = { configuration in
+            server.install(in: &configuration)
+            BusFault.naming(nodeId)(&configuration)
+        }
+        try await withStatusd(.live, configure: configure) { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true])
+            try await app.createUsers(["alice", "bob", "dave"])
+            _ = expectOK(try await app.subscribe("bob", ["alice"]))
+            let port = api.client.port!
+            try await withRunningClient(server.configuration, "fault") { redis in
+                try await app.withDevice(port: port, userId: "bob", DeviceOptions(deviceId: "b1")) { watcher, _ in
+                    _ = expectOK(try await app.login("alice", "a1"))
+                    #expect(try await watcher.nextStatus(of: "alice")["statusType"] == "online")
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        let device = try await BusFault.holdingBusDown(of: nodeId, using: redis) {
+                            _ = expectOK(try await app.call(.delete, "/users/alice"), 204)
+                            try await app.createUsers(["alice"])
+                            _ = expectOK(try await app.subscribe("alice", ["dave"]))
+                            let options = DeviceOptions(deviceId: "a2")
+                            return try await app.openDevice(port: port, userId: "alice", options) { group.addTask(operation: $0) }.0
+                        }
+                        #expect(try await watcher.nextStatus(of: "alice", timeout: .seconds(5))["statusType"] == "unlogined")
+                        _ = expectOK(try await app.login("dave", "d1"))
+                        #expect(try await device.nextStatus(of: "dave")["statusType"] == "online")
+                        await device.close()
+                        group.cancelAll()
+                    }
+                }
+            }
+        }
+    }
+
     @Test func theAuditKeepsWhatIsConnectedAndClosesWhatWasRemoved() {
         let record = DeviceRecord(platform: "web", node: "n1", connection: "c1", kind: .webSocket)
         func reason(_ connection: String, _ record: DeviceRecord?, exists: Bool = true, filed: Bool = false) -> String? {

@@ -535,9 +535,11 @@ final class FanoutService: Service, Sendable {
                 }
                 var deliveries = DeliveryBatch()
                 // A user created again keeps what the deletion kept: one deleted before this node delivered the user
-                // created again is older than what it delivered, and left alone.
+                // created again is older than what it delivered, and left alone. Nothing is forgotten as the deletion's
+                // message would have made it: the masks went at the start, and the relationships just read are the
+                // user created again's, whose sessions here (beside the deleted user's, which the audit closed) keep
+                // them.
                 for stored in retired.values where index.deliveredBefore(stored, appId: appId) {
-                    index.forgetDeleted(appId: appId, userId: stored.status.userId)
                     let change = StatusChange(appId: appId, stored: stored, publicChange: true)
                     deliveries.add(change, to: index.audience(ofDeletion: change, config: config, relatedAsIn: before))
                     metrics.resyncedStatuses.increment()

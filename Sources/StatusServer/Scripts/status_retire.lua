@@ -11,9 +11,9 @@
 -- ever new ids does not grow Redis for ever; a user created again under the id after that starts from version 0.
 -- SPEC §6, §10.3 "the deletion of the user ... watchers are told as for any kick": the deletion is published like any
 -- change (lib.lua publish_status), in the same step that keeps the versions, as the new user starts: `unlogined`, at
--- the kept versions, with the role. Watchers hear the custom status and availability go, and a node whose bus feed
--- was down when the deletion's departure (the kick before this step) was published hears this instead, once the feed
--- is back: the deletion removes every subscription and friendship to the user only after this step, and a node that
+-- the kept versions, with the role. A watcher whose view of the user it changes hears it (the departure, the kick
+-- before this step, already showed the public `unlogined`), and a node whose bus feed was down when the departure was
+-- published hears this instead, once the feed is back: the deletion removes every subscription and friendship to the user only after this step, and a node that
 -- missed this too reads what is kept before it reads their relationships again (FanoutService). Nothing is published
 -- for a user who never had a status.
 -- KEYS: status, the kept versions (UserKeys.retiredVersions)
