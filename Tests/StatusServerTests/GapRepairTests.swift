@@ -93,14 +93,7 @@ import Testing
         ("friend", true),
     ])
     func aDeviceIsToldOfADeletionMadeDuringABusGap(relation: String, createdAgain: Bool) async throws {
-        let nodeId = BusFault.nodeId("gap-deleted")
-        let server = try await PrivateRedis.start()
-        defer { server.stop() }
-        let configure: (inout ServerConfiguration) -> Void = { configuration in
-            server.install(in: &configuration)
-            BusFault.naming(nodeId)(&configuration)
-        }
-        try await withStatusd(.live, configure: configure) { api in
+        try await withNodeOfItsOwnRedis { api, nodeId, redis in
             let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true, "friendStatusNotify": true])
             try await app.createUsers(["alice", "bob"])
             _ = expectOK(try await app.call(.put, "/users/alice", ["role": "member"]))
@@ -110,19 +103,17 @@ import Testing
             default: break
             }
             let presence = relation.contains(":") || relation == "all" ? relation : nil
-            try await withRunningClient(server.configuration, "fault") { redis in
-                try await app.withDevice(port: api.client.port!, userId: "bob", DeviceOptions(deviceId: "b1", presence: presence)) { watcher, _ in
-                    _ = expectOK(try await app.login("alice", "a1"))
-                    let online = try await watcher.nextStatus(of: "alice")
-                    #expect(online["statusType"] == "online")
-                    try await BusFault.holdingBusDown(of: nodeId, using: redis) {
-                        _ = expectOK(try await app.call(.delete, "/users/alice"), 204)
-                        if createdAgain { try await app.createUsers(["alice"]) }
-                    }
-                    let told = try await watcher.nextStatus(of: "alice", timeout: .seconds(5))
-                    #expect(told["statusType"] == "unlogined", "\(told)")
-                    #expect((told["version"].int ?? 0) > (online["version"].int ?? 0), "\(told)")
+            try await app.withDevice(port: api.client.port!, userId: "bob", DeviceOptions(deviceId: "b1", presence: presence)) { watcher, _ in
+                _ = expectOK(try await app.login("alice", "a1"))
+                let online = try await watcher.nextStatus(of: "alice")
+                #expect(online["statusType"] == "online")
+                try await BusFault.holdingBusDown(of: nodeId, using: redis) {
+                    _ = expectOK(try await app.call(.delete, "/users/alice"), 204)
+                    if createdAgain { try await app.createUsers(["alice"]) }
                 }
+                let told = try await watcher.nextStatus(of: "alice", timeout: .seconds(5))
+                #expect(told["statusType"] == "unlogined", "\(told)")
+                #expect((told["version"].int ?? 0) > (online["version"].int ?? 0), "\(told)")
             }
         }
     }
@@ -130,7 +121,35 @@ import Testing
     /// A user created again who connects here while the feed is down keeps their own relationships once the node tells
     /// the deleted user's subscriber: telling of a deletion missed forgets nothing of the user created again.
     @Test func aUserCreatedAgainDuringABusGapKeepsTheirRelationships() async throws {
-        let nodeId = BusFault.nodeId("gap-recreated")
+        try await withNodeOfItsOwnRedis { api, nodeId, redis in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true])
+            try await app.createUsers(["alice", "bob", "dave"])
+            _ = expectOK(try await app.subscribe("bob", ["alice"]))
+            let port = api.client.port!
+            try await app.withDevice(port: port, userId: "bob", DeviceOptions(deviceId: "b1")) { watcher, _ in
+                _ = expectOK(try await app.login("alice", "a1"))
+                #expect(try await watcher.nextStatus(of: "alice")["statusType"] == "online")
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    let device = try await BusFault.holdingBusDown(of: nodeId, using: redis) {
+                        _ = expectOK(try await app.call(.delete, "/users/alice"), 204)
+                        try await app.createUsers(["alice"])
+                        _ = expectOK(try await app.subscribe("alice", ["dave"]))
+                        return try await app.openDevice(port: port, userId: "alice", DeviceOptions(deviceId: "a2")) { group.addTask(operation: $0) }.0
+                    }
+                    #expect(try await watcher.nextStatus(of: "alice", timeout: .seconds(5))["statusType"] == "unlogined")
+                    _ = expectOK(try await app.login("dave", "d1"))
+                    #expect(try await device.nextStatus(of: "dave")["statusType"] == "online")
+                    await device.close()
+                    group.cancelAll()
+                }
+            }
+        }
+    }
+
+    /// Runs `body` with a live node on a redis-server of the test's own (whose clients ``BusFault/holdingBusDown(of:using:_:)``
+    /// may hold), the node's id and a client of that server.
+    private func withNodeOfItsOwnRedis(_ body: @Sendable (APIClient, String, RedisClient) async throws -> Void) async throws {
+        let nodeId = BusFault.nodeId("gap-held")
         let server = try await PrivateRedis.start()
         defer { server.stop() }
         let configure: (inout ServerConfiguration) -> Void = { configuration in
@@ -138,30 +157,7 @@ import Testing
             BusFault.naming(nodeId)(&configuration)
         }
         try await withStatusd(.live, configure: configure) { api in
-            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true])
-            try await app.createUsers(["alice", "bob", "dave"])
-            _ = expectOK(try await app.subscribe("bob", ["alice"]))
-            let port = api.client.port!
-            try await withRunningClient(server.configuration, "fault") { redis in
-                try await app.withDevice(port: port, userId: "bob", DeviceOptions(deviceId: "b1")) { watcher, _ in
-                    _ = expectOK(try await app.login("alice", "a1"))
-                    #expect(try await watcher.nextStatus(of: "alice")["statusType"] == "online")
-                    try await withThrowingTaskGroup(of: Void.self) { group in
-                        let device = try await BusFault.holdingBusDown(of: nodeId, using: redis) {
-                            _ = expectOK(try await app.call(.delete, "/users/alice"), 204)
-                            try await app.createUsers(["alice"])
-                            _ = expectOK(try await app.subscribe("alice", ["dave"]))
-                            let options = DeviceOptions(deviceId: "a2")
-                            return try await app.openDevice(port: port, userId: "alice", options) { group.addTask(operation: $0) }.0
-                        }
-                        #expect(try await watcher.nextStatus(of: "alice", timeout: .seconds(5))["statusType"] == "unlogined")
-                        _ = expectOK(try await app.login("dave", "d1"))
-                        #expect(try await device.nextStatus(of: "dave")["statusType"] == "online")
-                        await device.close()
-                        group.cancelAll()
-                    }
-                }
-            }
+            try await withRunningClient(server.configuration, "fault") { redis in try await body(api, nodeId, redis) }
         }
     }
 
