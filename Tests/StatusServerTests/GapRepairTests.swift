@@ -79,11 +79,37 @@ import Testing
         }
     }
 
-    /// The same for a deletion: alice, online, deleted while the node's feed is down (held down until the deletion is
-    /// done, ``BusFault/holdingBusDown(of:using:_:)``), and not created again (or created again at once). Everything the
-    /// deletion published is lost with the feed. Having told the device of alice, the node tells it of her as the
-    /// deletion would have (`unlogined`, at the versions the deletion kept, past the last it heard), rather than leave
-    /// her shown online:
+    /// The same for a deletion on the shared server (a Redis Cluster in the cluster smoke), the feed killed and not held:
+    /// alice, online, deleted at once, and not created again. What the deletion published may be lost with the feed,
+    /// and the resynchronisation finds nobody to read; having told the device of alice, the node tells it of her as a
+    /// user created again would start (`unlogined`, at the versions the deletion kept, past the last it heard), rather
+    /// than leave her shown online; a `roles:` scope too (the deletion kept her role).
+    @Test(arguments: ["all", "roles:member"]) func anAppWideDeviceIsToldOfADeletionMadeDuringABusGap(presence: String) async throws {
+        let nodeId = BusFault.nodeId("gap-deleted")
+        try await withStatusd(.live, configure: BusFault.naming(nodeId)) { api in
+            let app = try await api.createApp(config: ["plan": "premium", "statusQuery": true])
+            try await app.createUsers(["alice", "bob"])
+            _ = expectOK(try await app.call(.put, "/users/alice", ["role": "member"]))
+            try await withRunningClient(try TestRedis.configuration, "fault") { redis in
+                try await app.withDevice(port: api.client.port!, userId: "bob", DeviceOptions(deviceId: "b1", presence: presence)) { watcher, _ in
+                    _ = expectOK(try await app.login("alice", "a1"))
+                    let online = try await watcher.nextStatus(of: "alice")
+                    #expect(online["statusType"] == "online")
+                    #expect(try await BusFault.killBusConnections(of: nodeId, using: redis) > 0)
+                    _ = expectOK(try await app.call(.delete, "/users/alice"), 204)
+                    let told = try await watcher.nextStatus(of: "alice", timeout: .seconds(3))
+                    #expect(told["statusType"] == "unlogined", "\(told)")
+                    #expect((told["version"].int ?? 0) > (online["version"].int ?? 0), "\(told)")
+                }
+            }
+        }
+    }
+
+    /// The same with the node's feed held down until the deletion is done (``BusFault/holdingBusDown(of:using:_:)``), on
+    /// a server of the test's own, alice not created again (or created again at once), and every relationship.
+    /// Everything the deletion published is lost with the feed. Having told the device of alice, the node tells it of
+    /// her as the deletion would have (`unlogined`, at the versions the deletion kept, past the last it heard), rather
+    /// than leave her shown online:
     /// - to a device of scope `all` or `roles:`, from the resynchronisation's read of the user (the deletion kept her
     ///   role);
     /// - to a subscriber and to a friend, whom the deletion took alice from: from what the deletion kept, read for the
