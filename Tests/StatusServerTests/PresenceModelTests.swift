@@ -22,7 +22,8 @@ import Testing
 /// - never backwards: the versions one device is shown of one user never decrease, across a deletion too (a user
 ///   created again goes on from the deleted one's versions).
 ///
-/// The seed is printed (`STATUSD_MODEL_SEED` replays it); `STATUSD_MODEL_SECONDS` bounds the run (default 6 s).
+/// The seed is printed (`STATUSD_MODEL_SEED` replays it); `STATUSD_MODEL_SECONDS` bounds the run (default 6 s);
+/// `STATUSD_MODEL_DELETIONS=often` deletes users three times as often.
 /// The app has an offline grace, so becoming invisible takes it too (SPEC §10.5). A resume must list users the device
 /// started hearing about while away (`STATUSD_MODEL_RESUME_NEW_RELATIONS=0` does not ask for them).
 @Suite(.redis) struct PresenceModelTests {
@@ -168,6 +169,9 @@ struct ModelRun {
     /// Whether a resume must list a user the device started hearing about while away, whose version moved meanwhile
     /// (SPEC §7; `STATUSD_MODEL_RESUME_NEW_RELATIONS=0` leaves it out).
     let resumesNewRelations = ProcessInfo.processInfo.environment["STATUSD_MODEL_RESUME_NEW_RELATIONS"] != "0"
+    /// How often, of the steps that may delete a user, one does: 1 in 3, or every time with
+    /// `STATUSD_MODEL_DELETIONS=often` (a run aimed at deletions meeting the rest; the seed draws the same numbers).
+    let deletesOften = ProcessInfo.processInfo.environment["STATUSD_MODEL_DELETIONS"] == "often"
     /// How many of each kind of operation and check the run made (printed at its end).
     var tally: [String: Int] = [:]
     /// Break each node's bus feed (kill its pub/sub connections; return how many): one of them, before about one step
@@ -322,7 +326,7 @@ struct ModelRun {
         case 15, 16, 17:
             try await passTime()
         case 18:
-            if rng.below(3) == 0 {
+            if rng.below(3) == 0 || deletesOften {
                 try await delete(user)
                 updateEntitlements(before: model)
                 return
