@@ -227,6 +227,19 @@ import Testing
         #expect(index.audience(of: change("bob", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
     }
 
+    /// SPEC §6: a change never goes to a user on either side of a block. An `all` session is in the index from its
+    /// join, before its user's relationships are read: until then nobody's change reaches it, since whom it blocks is
+    /// not known (PresenceModelTests found one told of a user it blocks, seeds 8979 and 992742).
+    @Test func anAppWideSessionHearsOthersOnceItsBlocksAreKnown() {
+        let index = FanoutIndex()
+        index.add(session("watcher", scope: .all))
+        #expect(index.audience(of: change("alice", version: 1), config: premium).isEmpty, "relationships not read yet")
+        let key = AppUser(appId: "app", userId: "watcher")
+        index.update(key, relations: Relations(subscriptions: [], friends: [], blocked: ["alice"]), sequence: index.beginRelationsLoad())
+        #expect(index.audience(of: change("alice", version: 2), config: premium).isEmpty, "blocked")
+        #expect(index.audience(of: change("bob", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
+    }
+
     /// A user heard only through an app-wide scope is watched by no relationship, yet each change of theirs comes twice
     /// (their user channel and their app's slot channel). A prune pass between the two copies (a gap splits them into
     /// two batches) keeps the version delivered since the pass before: the second copy is still a repeat. Two passes
@@ -234,6 +247,8 @@ import Testing
     @Test func aPruneBetweenTheTwoCopiesOfAChangeKeepsItARepeat() {
         let index = FanoutIndex()
         index.add(session("watcher", scope: .all))
+        let none = Relations(subscriptions: [], friends: [], blocked: [])
+        index.update(AppUser(appId: "app", userId: "watcher"), relations: none, sequence: index.beginRelationsLoad())
         #expect(index.watchedTargets()["app"] == ["watcher"], "alice is watched by no relationship")
         #expect(index.audience(of: change("alice", version: 1), config: premium).sessions.map(\.userId) == ["watcher"])
         index.pruneVersions()

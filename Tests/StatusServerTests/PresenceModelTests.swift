@@ -44,8 +44,9 @@ import Testing
     /// The same on two nodes of one Redis, with bus gaps: each device connects to either node (a lost session is
     /// resumed on either), so a change made on one reaches devices on both, a user's own devices are spread over them,
     /// and the gaps break the feed of one node while the other goes on. The nodes share the test's clock, and either
-    /// may be the one whose sweep ends a grace or clears an expiry.
-    @Test func randomInterleavingsAcrossTwoNodesMatchTheModel() async throws {
+    /// may be the one whose sweep ends a grace or clears an expiry. It runs alone: two nodes, a server of its own and
+    /// killed feeds are heavy beside the parallel suite.
+    @Test(.tags(.runsAlone)) func randomInterleavingsAcrossTwoNodesMatchTheModel() async throws {
         try await run(busGaps: true, nodes: 2)
     }
 

@@ -579,6 +579,9 @@ final class FanoutIndex: Sendable {
         guard inputs.others else { return result }
         func addUser(_ userId: String, where include: (DeviceSession) -> Bool = { _ in true }) {
             guard userId != target.userId, let user = state.users[AppUser(appId: change.appId, userId: userId)] else { return }
+            // Whom the user blocks is known once their relationships are read: an `all` or `roles:` session is in the
+            // index from its join, before that (SPEC §6: a change never goes to a user on either side of a block).
+            guard user.relationsSequence > 0 else { return }
             guard user.blocked.isEmpty || !user.blocked.contains(target.userId) else { return }
             let sees = inputs.hidingPrivacy?.shows(to: .other(isFriend: user.friends.contains(target.userId))) ?? true
             for session in user.sessions.values where include(session) && seen.insert(ObjectIdentifier(session)).inserted {
